@@ -1,0 +1,45 @@
+"""Privacy primitives: noise samplers and calibration, composition rules, DP-SGD accounting.
+
+See ``mechanisms`` (L2-Laplace / Laplace / Gaussian / exponential mechanism), ``composition`` (basic and
+advanced composition, vdm2020 per-query budget rules) and ``accounting`` (DP-SGD with dp_accounting).
+"""
+
+from .accounting import TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, classic_rdp_to_dp, dpsgd_epsilon
+from .composition import (
+    GaussianQueryMultiplier,
+    advanced_composition,
+    advanced_composition_step_epsilon,
+    basic_composition,
+    per_query_gaussian_multiplier,
+    per_query_pure_epsilon,
+)
+from .mechanisms import (
+    analytic_gaussian_alpha,
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    exponential_mechanism,
+    gaussian_mechanism_delta,
+    sample_l2_laplace,
+    sample_laplace,
+)
+
+__all__ = [
+    "TF_ORDERS",
+    "DpsgdCalibration",
+    "calibrate_dpsgd_noise",
+    "classic_rdp_to_dp",
+    "dpsgd_epsilon",
+    "GaussianQueryMultiplier",
+    "advanced_composition",
+    "advanced_composition_step_epsilon",
+    "basic_composition",
+    "per_query_gaussian_multiplier",
+    "per_query_pure_epsilon",
+    "analytic_gaussian_alpha",
+    "analytic_gaussian_sigma",
+    "classic_gaussian_sigma",
+    "exponential_mechanism",
+    "gaussian_mechanism_delta",
+    "sample_l2_laplace",
+    "sample_laplace",
+]
