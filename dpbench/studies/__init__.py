@@ -1,0 +1,12 @@
+"""One module per source: figure specs (grid, series, caption, deviations, anchors)."""
+
+from dpbench.studies import vdm2020
+
+STUDIES = {"vdm2020": vdm2020}
+
+
+def study(name: str):
+    try:
+        return STUDIES[name]
+    except KeyError:
+        raise ValueError(f"unknown study {name!r}; known: {sorted(STUDIES)}") from None

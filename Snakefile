@@ -1,0 +1,28 @@
+# dpbench: one DAG from data to figures. See README.md and ../shared/DESIGN.md.
+#   snakemake --cores all                                   everything, paper grids (config.yaml)
+#   snakemake --cores all figures/vdm2020/fig2a.png         one figure and only what it needs
+#   snakemake --cores 2 --configfile config/smoke.yaml      every figure on reduced grids (CI)
+#   snakemake --report report.html                          figures, captions, anchor checks
+from snakemake.utils import min_version
+
+min_version("8.10")
+
+configfile: "config.yaml"
+
+import dpbench.workflow as W
+
+CONFIG = W.validated(config)  # an invalid config fails here, naming the key, before any job runs
+RES = CONFIG["results_dir"]
+FIG = CONFIG["figures_dir"]
+
+report: "workflow/report/workflow.rst"
+
+include: "workflow/rules/data.smk"
+include: "workflow/rules/experiments.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        W.all_targets(CONFIG),

@@ -1,0 +1,156 @@
+"""The method interface shared by every private (and non-private) learner in the harness.
+
+A method is a small class with declared settings and four hooks (after benchopt):
+
+* ``supports(epsilon, delta, budget)`` returns ``None`` or the reason a combination is skipped
+  (e.g. DP-SGD needs delta > 0);
+* ``cell_params(problem, tuned, epsilon, delta)`` returns the parameters that determine a cell's result,
+  in canonical form, so that equivalent cells share a content key;
+* ``group_key(cell)`` groups cells that share one trained artefact and are computed in one call;
+* ``run_group(problem, cells, ctx)`` computes the metrics of a group of cells.
+
+``depends_on`` lists which of (epsilon, delta, budget, rep) the result depends on: a private-training
+method ignores the inference budget, so one cell serves every B (the horizontal lines of vdm2020 Fig. 2);
+the non-private baseline ignores all four.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbench.rng import generator
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Prepared features for one (dataset variant, preprocessing, split).
+
+    Assumptions every method relies on: ``‖x‖₂ ≤ 1`` for every training and evaluation row (the bias,
+    if any, is folded in as a constant feature), labels in ``0..n_classes-1``.
+    """
+
+    key: str                 # content key of the dataset variant, preprocessing and split
+    variant: str             # dataset variant recorded in every row (e.g. "substitute:...")
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_eval: np.ndarray
+    y_eval: np.ndarray
+    n_classes: int
+
+    @property
+    def n_train(self) -> int:
+        return int(self.X_train.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.X_train.shape[1])
+
+
+@dataclass
+class Context:
+    """What a method may use while computing: the artefact store and the root seed."""
+
+    store: Any  # dpbench.store.Store
+    seed: int
+
+    def rng(self, key: str) -> np.random.Generator:
+        return generator(self.seed, key)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: a method at fixed parameters, privacy budget, inference budget and repetition."""
+
+    method: str
+    problem: str                       # Problem.key
+    params: tuple                      # sorted (name, value) pairs from Method.cell_params
+    epsilon: float | None
+    delta: float | None
+    budget: int | None
+    rep: int | None
+    version: int = 1
+
+    @property
+    def key(self) -> str:
+        from dpbench.store import content_key
+
+        return content_key(
+            {
+                "method": self.method,
+                "version": self.version,
+                "problem": self.problem,
+                "params": [list(p) for p in self.params],
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "budget": self.budget,
+                "rep": self.rep,
+            }
+        )
+
+    @property
+    def param(self) -> dict:
+        return dict(self.params)
+
+
+class Method:
+    """Base class; subclasses set the class attributes and implement the hooks."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    kind: ClassVar[str]                      # "training" | "prediction" | "baseline"
+    depends_on: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "budget", "rep")
+    tuned: ClassVar[str | None] = None       # the cross-validated hyper-parameter ("l2", "clip") or None
+    version: ClassVar[int] = 1               # bump when a change alters results: dependent cells rerun
+
+    def __init__(self, **settings: Any):
+        self.settings = settings
+
+    def supports(self, epsilon: float, delta: float, budget: int) -> str | None:
+        return None
+
+    def cell_params(self, problem: Problem, tuned: float | None, epsilon: float, delta: float) -> dict:
+        return {self.tuned: tuned} if self.tuned else {}
+
+    def make_cell(self, problem: Problem, tuned, epsilon, delta, budget, rep) -> Cell:
+        dep = self.depends_on
+        return Cell(
+            method=self.name,
+            problem=problem.key,
+            params=tuple(sorted(self.cell_params(problem, tuned, epsilon, delta).items())),
+            epsilon=float(epsilon) if "epsilon" in dep else None,
+            delta=float(delta) if "delta" in dep else None,
+            budget=int(budget) if "budget" in dep else None,
+            rep=int(rep) if "rep" in dep else None,
+            version=self.version,
+        )
+
+    def group_key(self, cell: Cell) -> Any:
+        return cell.key
+
+    def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        raise NotImplementedError
+
+
+def accuracy_of_logits(logits: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(np.argmax(logits, axis=-1) == y))
+
+
+@dataclass
+class Registry:
+    methods: dict[str, type[Method]] = field(default_factory=dict)
+
+    def register(self, cls: type[Method]) -> type[Method]:
+        self.methods[cls.name] = cls
+        return cls
+
+    def get(self, name: str) -> type[Method]:
+        try:
+            return self.methods[name]
+        except KeyError:
+            raise ValueError(f"unknown method {name!r}; known: {sorted(self.methods)}") from None
+
+
+REGISTRY = Registry()

@@ -1,0 +1,81 @@
+"""Sensitivity methods on a trained L2-regularised softmax model (vdm2020 §2.1, §2.4).
+
+Both rest on Lemma 1: the minimisers on neighbouring datasets (replace one example) satisfy
+‖θ₁ − θ₂‖_F ≤ 2K/(Nλ), with K = √2 the Lipschitz constant of softmax cross-entropy for ‖x‖₂ ≤ 1.
+
+* **Model sensitivity** (output perturbation, private training): θ + noise, once per release.
+  δ = 0: p(B) ∝ exp(−β‖B‖_F), β = Nλε/(2K) (Alg. 1). δ > 0: Gaussian with the analytic-Gaussian
+  σ = αΔ₂/√(2ε), Δ₂ = 2K/(Nλ) (Alg. 3).
+* **Prediction sensitivity** (private prediction over B queries): logits θᵀx̂ + b per query; needs ‖x̂‖ ≤ 1.
+  δ = 0: β = Nλε/(2KB) in C dimensions (Alg. 6, standard composition). δ > 0: σ = Δ₂ × the smaller of
+  the standard- and advanced-composition per-query multipliers (Alg. 7, appendix form of σ, erratum 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpbench.learn import LIPSCHITZ_K
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
+from dpbench.methods.non_private import trained_softmax
+from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_l2_laplace
+
+
+class _TrainedModelMethod(Method):
+    tuned = "l2"
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        return {"l2": float(tuned), "gtol": self.settings["gtol"], "maxiter": self.settings["maxiter"]}
+
+    def group_key(self, cell: Cell):
+        return (cell.problem, cell.params)  # every cell of one fitted model is computed in one call
+
+    def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        p = cells[0].param
+        theta = trained_softmax(problem, p["l2"], ctx, p["gtol"], p["maxiter"])
+        logits = problem.X_eval @ theta
+        return [self._evaluate(problem, theta, logits, cell, ctx.rng(cell.key)) for cell in cells]
+
+
+@REGISTRY.register
+class ModelSensitivity(_TrainedModelMethod):
+    name = "model_sensitivity"
+    label = "model sensitivity"
+    kind = "training"
+    depends_on = ("epsilon", "delta", "rep")
+
+    def _evaluate(self, problem, theta, logits, cell, rng):
+        n, lam, eps, delta = problem.n_train, cell.param["l2"], cell.epsilon, cell.delta
+        if delta == 0:
+            beta = n * lam * eps / (2 * LIPSCHITZ_K)
+            noise = sample_l2_laplace(rng, beta, theta.size).reshape(theta.shape)
+            kind, scale = "l2_laplace", beta
+        else:
+            sigma = analytic_gaussian_sigma(eps, delta, sensitivity=2 * LIPSCHITZ_K / (n * lam))
+            noise = rng.standard_normal(theta.shape) * sigma
+            kind, scale = "gaussian_analytic", sigma
+        acc = accuracy_of_logits(problem.X_eval @ (theta + noise), problem.y_eval)
+        return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": "none"}
+
+
+@REGISTRY.register
+class PredictionSensitivity(_TrainedModelMethod):
+    name = "prediction_sensitivity"
+    label = "prediction sensitivity"
+    kind = "prediction"
+    depends_on = ("epsilon", "delta", "budget", "rep")
+
+    def _evaluate(self, problem, theta, logits, cell, rng):
+        n, lam, eps, delta, b = problem.n_train, cell.param["l2"], cell.epsilon, cell.delta, cell.budget
+        c = logits.shape[1]
+        if delta == 0:
+            beta = n * lam * eps / (2 * LIPSCHITZ_K * b)
+            noise = sample_l2_laplace(rng, beta, c, size=(logits.shape[0],))
+            kind, scale, comp = "l2_laplace", beta, "standard"
+        else:
+            rule = per_query_gaussian_multiplier(eps, delta, b)
+            sigma = rule.multiplier * 2 * LIPSCHITZ_K / (n * lam)
+            noise = rng.standard_normal(logits.shape) * sigma
+            kind, scale, comp = "gaussian_analytic", sigma, rule.composition
+        acc = accuracy_of_logits(logits + noise, problem.y_eval)
+        return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": comp}

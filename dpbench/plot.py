@@ -1,0 +1,80 @@
+"""Figures from Parquet only: mean ± std over repetitions per series, the paper's axes and labels,
+a visible "substitute data" label when a substitute was used, caption notes beside the PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpbench.methods import REGISTRY  # noqa: E402
+from dpbench.results import read_results  # noqa: E402
+from dpbench.store import atomic_write_bytes  # noqa: E402
+
+STYLE = {
+    "loss_perturbation": dict(color="tab:blue", marker="o"),
+    "model_sensitivity": dict(color="tab:orange", marker="s"),
+    "prediction_sensitivity": dict(color="tab:green", marker="^"),
+    "subsample_aggregate": dict(color="tab:red", marker="D"),
+    "dpsgd": dict(color="tab:purple", marker="v"),
+    "non_private": dict(color="black", linestyle="--", marker=None),
+}
+
+
+def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
+    variants = sorted(df["dataset_variant"].unique())
+    reps = int(df["rep"].max()) + 1
+    lines = [spec.caption, f"Data: {', '.join(variants)}; mean ± std over {reps} repetitions."]
+    if df["is_substitute"].any():
+        lines.append("SUBSTITUTE DATA: real MNIST was not available; an InfiMNIST-style generator of deformed "
+                     "scikit-learn digits (28×28) was used. Absolute accuracies are not the paper's.")
+    lines += [f"Note: {d}" for d in deviations]
+    return "\n".join(lines)
+
+
+def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) -> str:
+    """Draw ``spec`` from the rows in ``df``; write ``out`` (PNG) and ``out`` with .txt (caption)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
+    agg = df.groupby(["series", "x"])["value"].agg(["mean", "std"]).reset_index()
+    for series in [m for m in spec.methods if m in set(agg["series"])]:
+        s = agg[agg["series"] == series].sort_values("x")
+        style = STYLE.get(series, {})
+        label = REGISTRY.get(series).label
+        ax.plot(s["x"], s["mean"], label=label, markersize=4, **style)
+        ax.fill_between(s["x"], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
+                        color=style.get("color"), alpha=0.15, linewidth=0)
+    ax.set_xscale(spec.xscale)
+    ax.set_xlabel(spec.x_label)
+    ax.set_ylabel(spec.y_label)
+    ax.set_ylim(0, 1.0)
+    ax.set_title(f"{spec.study} {spec.name}: {spec.title}", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    if df["is_substitute"].any():
+        ax.text(0.02, 0.98, "SUBSTITUTE DATA (deformed sklearn digits, not MNIST)", transform=ax.transAxes,
+                fontsize=7, va="top", color="darkred",
+                bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write_bytes(out, buf.getvalue())
+    caption = caption_text(spec, deviations, df)
+    atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
+    return caption
+
+
+def plot_from_files(config: dict, study_name: str, figure_name: str, inputs: list[str], out: str | Path) -> str:
+    from dpbench.studies import study
+
+    st = study(study_name)
+    df = read_results(*inputs)
+    return plot_figure(st.figure(figure_name), df, out, st.deviations(config["studies"][study_name], figure_name))

@@ -1,0 +1,89 @@
+"""Result files: long-format rows in Parquet, written atomically, with provenance in the file metadata.
+
+Every row identifies its cell (study, figure, series, method, dataset variant, every parameter as a column,
+repetition) and holds one ``metric``/``value`` pair plus how the value was obtained (noise kind and scale,
+composition, accountant, achieved ε, runtime). The Parquet key-value metadata ``dpbench`` holds a JSON
+document: config hash, git revision, package versions, host, creation time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import platform
+import socket
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dpbench.config import config_hash
+from dpbench.store import atomic_write_bytes
+
+PACKAGES = ("dpbench", "numpy", "scipy", "pandas", "scikit-learn", "pyarrow", "dp-accounting", "joblib",
+            "matplotlib", "snakemake")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    out["python"] = platform.python_version()
+    return out
+
+
+def provenance(config: dict, **extra) -> dict:
+    return {"config_hash": config_hash(config), "git_revision": git_revision(), "packages": package_versions(),
+            "host": socket.gethostname(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **extra}
+
+
+def write_parquet(df: pd.DataFrame, path: str | Path, meta: dict) -> None:
+    """Write ``df`` to ``path`` atomically with ``meta`` stored under the ``dpbench`` metadata key."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    existing = table.schema.metadata or {}
+    table = table.replace_schema_metadata({**existing, b"dpbench": json.dumps(meta, default=str).encode()})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def read_metadata(path: str | Path) -> dict:
+    md = pq.read_schema(path).metadata or {}
+    return json.loads(md.get(b"dpbench", b"{}"))
+
+
+def read_results(*paths: str | Path) -> pd.DataFrame:
+    """Concatenate result files (or every ``*.parquet`` under a folder) into one frame."""
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        files.extend(sorted(p.rglob("*.parquet")) if p.is_dir() else [p])
+    if not files:
+        raise FileNotFoundError(f"no result files under {', '.join(map(str, paths))}")
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean, std and count of ``value`` per (figure, series, x, metric)."""
+    keys = [c for c in ("study", "figure", "series", "dataset_variant", "metric", "x_name", "x") if c in df]
+    return df.groupby(keys, dropna=False)["value"].agg(["mean", "std", "count"]).reset_index()

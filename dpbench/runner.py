@@ -1,0 +1,190 @@
+"""Running one (study, figure, series) job: tune, expand cells, compute what is missing, write Parquet.
+
+The same functions serve the Snakefile (one job per series) and direct library use. Work is organised as
+
+1. **tuning** — for a method with a cross-validated hyper-parameter, validation cells for every grid value
+   × CV repetition at each (ε, δ) of the figure; the value with the best mean validation accuracy is kept;
+2. **cells** — one per (point, repetition), deduplicated by content key (a training method's cell serves
+   every B; the baseline's one cell serves everything);
+3. **groups** — cells sharing a trained artefact are computed together; groups run in parallel with joblib
+   (BLAS limited to one thread per worker so workers × threads ≤ cores). Finished cells are cached, so an
+   interrupted run resumes without recomputing them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpbench.methods import Cell, Context
+from dpbench.results import provenance, write_parquet
+from dpbench.store import Store, content_key
+from dpbench.studies import study as get_study
+
+log = logging.getLogger("dpbench")
+
+
+def _setup_logging() -> None:
+    if not log.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(asctime)s dpbench %(message)s", "%H:%M:%S"))
+        log.addHandler(h)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+def _compute_group(config: dict, study_name: str, split: str, method_name: str, cells: list[Cell],
+                   limit_blas: bool) -> list[tuple[str, dict]]:
+    """Compute the missing cells of one group (runs in a joblib worker or inline)."""
+    from threadpoolctl import threadpool_limits
+
+    st = get_study(study_name)
+    cfg = config["studies"][study_name]
+    store = Store(config["cache_dir"])
+    gkey = content_key(["group", [c.key for c in cells]])
+    with threadpool_limits(1) if limit_blas else _nullctx():
+        with store.lock(gkey):
+            todo = [c for c in cells if not store.has_cell(c.key)]
+            if todo:
+                problem = st.problem(config, cfg, split)
+                method = st.make_method(cfg, method_name)
+                t0 = time.perf_counter()
+                records = method.run_group(problem, todo, Context(store=store, seed=config["seed"]))
+                per_cell = (time.perf_counter() - t0) / len(todo)
+                for cell, rec in zip(todo, records):
+                    store.put_cell(cell.key, {**rec, "runtime_s": per_cell, "variant": problem.variant})
+    return [(c.key, store.get_cell(c.key)) for c in cells]
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def compute_cells(config: dict, study_name: str, split: str, method_name: str, cells: list[Cell],
+                  n_jobs: int = 1, label: str = "") -> dict[str, dict]:
+    """Results of ``cells`` (cached or computed), keyed by cell key. Progress is logged to stderr."""
+    _setup_logging()
+    st = get_study(study_name)
+    method = st.make_method(config["studies"][study_name], method_name)
+    unique = {c.key: c for c in cells}
+    store = Store(config["cache_dir"])
+    results = {k: store.get_cell(k) for k in unique}
+    missing = [c for k, c in unique.items() if results[k] is None]
+    if not missing:
+        log.info("%s: %d cells, all cached", label, len(unique))
+        return results
+    groups: dict = defaultdict(list)
+    for c in missing:
+        groups[repr(method.group_key(c))].append(c)
+    group_list = list(groups.values())
+    log.info("%s: %d cells (%d cached), %d groups to compute with %d worker(s)", label, len(unique),
+             len(unique) - len(missing), len(group_list), n_jobs)
+    t0 = time.perf_counter()
+    done = 0
+    if n_jobs <= 1 or len(group_list) == 1:
+        it = (_compute_group(config, study_name, split, method_name, g, False) for g in group_list)
+    else:
+        from joblib import Parallel, delayed
+
+        it = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(_compute_group)(config, study_name, split, method_name, g, True) for g in group_list)
+    for out in it:
+        for k, rec in out:
+            results[k] = rec
+        done += 1
+        if done == len(group_list) or done % max(1, len(group_list) // 10) == 0:
+            el = time.perf_counter() - t0
+            log.info("%s: %d/%d groups, %.0fs elapsed, ~%.0fs left", label, done, len(group_list), el,
+                     el / done * (len(group_list) - done))
+    return results
+
+
+def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jobs: int = 1) -> dict:
+    """Cross-validate the method's tuned hyper-parameter separately for each (ε, δ) of the figure."""
+    st = get_study(study_name)
+    cfg = config["studies"][study_name]
+    method = st.make_method(cfg, method_name)
+    grid = st.tuning_grid(cfg, method)
+    pts = st.points(cfg, figure_name)
+    if grid is None:
+        return {}
+    cvc = cfg["cross_validation"]
+    problem = st.problem(config, cfg, "validation")
+    budgets = sorted({(p.epsilon, p.delta) for p in pts if method.supports(p.epsilon, p.delta, cvc["budget"]) is None})
+    plan = {}
+    cells = []
+    for eps, delta in budgets:
+        for value in grid:
+            cs = [method.make_cell(problem, value, eps, delta, cvc["budget"], r) for r in range(cvc["repetitions"])]
+            plan[(eps, delta, value)] = cs
+            cells.extend(cs)
+    res = compute_cells(config, study_name, "validation", method_name, cells, n_jobs,
+                        label=f"{study_name}/{figure_name}/{method_name} tuning")
+    chosen = {}
+    for eps, delta in budgets:
+        scores = [(np.mean([res[c.key]["accuracy"] for c in plan[(eps, delta, v)]]), v) for v in grid]
+        best = max(scores, key=lambda s: s[0])  # first of the best: grids are ascending
+        chosen[(eps, delta)] = (best[1], best[0])
+    return chosen
+
+
+def run_series(config: dict, study_name: str, figure_name: str, method_name: str, out: str | Path | None = None,
+               n_jobs: int | None = None) -> pd.DataFrame:
+    """Compute one series of one figure and (optionally) write its Parquet file."""
+    _setup_logging()
+    st = get_study(study_name)
+    cfg = config["studies"][study_name]
+    spec = st.figure(figure_name)
+    if method_name not in spec.methods:
+        raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
+                         f"known: {list(spec.methods)}")
+    n_jobs = int(n_jobs or config.get("n_jobs") or 1)
+    method = st.make_method(cfg, method_name)
+    pts = [p for p in st.points(cfg, figure_name) if method.supports(p.epsilon, p.delta, p.budget) is None]
+    chosen = tune(config, study_name, figure_name, method_name, n_jobs)
+    problem = st.problem(config, cfg, "test")
+    reps = cfg["repetitions"]
+    plan = []
+    for p in pts:
+        tuned, val_acc = chosen.get((p.epsilon, p.delta), (None, np.nan))
+        for r in range(reps):
+            plan.append((p, r, tuned, val_acc, method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r)))
+    t0 = time.perf_counter()
+    res = compute_cells(config, study_name, "test", method_name, [c for *_, c in plan], n_jobs,
+                        label=f"{study_name}/{figure_name}/{method_name}")
+    rows = []
+    for p, r, tuned, val_acc, cell in plan:
+        rec = res[cell.key]
+        rows.append({
+            "study": study_name, "figure": figure_name, "series": method_name, "method": method_name,
+            "method_kind": method.kind, "dataset": cfg["dataset"], "dataset_variant": rec["variant"],
+            "is_substitute": rec["variant"].startswith("substitute"), "x_name": spec.x_name, "x": p.x,
+            "epsilon": p.epsilon, "delta": p.delta, "budget": p.budget, "rep": r,
+            "n_train": problem.n_train, "n_eval": int(problem.X_eval.shape[0]), "dim": problem.dim,
+            "n_classes": problem.n_classes, "tuned_param": method.tuned or "", "tuned_value": tuned,
+            "validation_accuracy": val_acc, **{f"param_{k}": v for k, v in cell.params},
+            "metric": "test_accuracy", "value": rec["accuracy"], "noise_kind": rec.get("noise_kind", ""),
+            "noise_scale": rec.get("noise_scale", np.nan), "composition": rec.get("composition", "none"),
+            "accountant": rec.get("accountant", "exact"),
+            "epsilon_achieved": rec.get("epsilon_achieved", p.epsilon if method.kind != "baseline" else np.inf),
+            "sampling": rec.get("sampling", ""), "runtime_s": rec.get("runtime_s", np.nan),
+            "seed": config["seed"], "cell_key": cell.key,
+        })
+    df = pd.DataFrame(rows)
+    log.info("%s/%s/%s: done in %.1fs (%d rows)", study_name, figure_name, method_name,
+             time.perf_counter() - t0, len(df))
+    if out is not None:
+        write_parquet(df, out, provenance(config, study=study_name, figure=figure_name, series=method_name,
+                                          n_jobs=n_jobs, cpu_count=os.cpu_count()))
+    return df

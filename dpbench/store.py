@@ -1,0 +1,117 @@
+"""Content-keyed, process-safe caches for cells and trained artefacts.
+
+* A **cell** result is a small JSON document stored under ``<root>/cells/<k[:2]>/<k>.json``.
+* An **artefact** (a trained model, a vote-count matrix) is an ``.npz`` under ``<root>/artefacts/``.
+
+Keys are SHA-256 digests of canonical JSON, so two figures that need the same cell share it.
+Writes go to a temporary file in the same folder followed by ``os.replace``: a partially written entry
+never exists. Computations of the same key in concurrent processes (two Snakemake jobs, joblib workers)
+are serialised by an advisory ``flock`` on ``<root>/locks/<k>.lock``; the second waiter finds the entry
+done and loads it. Locks are only ever nested cell-group -> artefact, never the reverse, so no deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+
+def content_key(obj: Any) -> str:
+    """SHA-256 of the canonical JSON of ``obj`` (sorted keys, floats in repr form)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class Store:
+    """The cell and artefact cache rooted at ``root``."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._memo: dict[str, dict[str, np.ndarray]] = {}
+
+    # -- locking -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self, key: str):
+        path = self.root / "locks" / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    # -- cells ---------------------------------------------------------------------------------
+    def cell_path(self, key: str) -> Path:
+        return self.root / "cells" / key[:2] / f"{key}.json"
+
+    def get_cell(self, key: str) -> dict | None:
+        path = self.cell_path(key)
+        try:
+            with open(path) as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+
+    def has_cell(self, key: str) -> bool:
+        return self.cell_path(key).exists()
+
+    def put_cell(self, key: str, record: dict) -> None:
+        atomic_write_bytes(self.cell_path(key), json.dumps(record, default=_json_default).encode())
+
+    # -- artefacts -----------------------------------------------------------------------------
+    def artefact_path(self, key: str) -> Path:
+        return self.root / "artefacts" / key[:2] / f"{key}.npz"
+
+    def artefact(self, key: str, compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Load artefact ``key`` or compute it once (process-safe) and store it."""
+        if key in self._memo:
+            return self._memo[key]
+        path = self.artefact_path(key)
+        if not path.exists():
+            with self.lock(key):
+                if not path.exists():
+                    arrays = compute()
+                    import io
+
+                    buf = io.BytesIO()
+                    np.savez(buf, **arrays)
+                    atomic_write_bytes(path, buf.getvalue())
+        with np.load(path) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        if len(self._memo) > 8:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = arrays
+        return arrays

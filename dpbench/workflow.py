@@ -1,0 +1,76 @@
+"""Helpers the Snakefile calls: validated config, targets and per-job parameters.
+
+All grids are expanded here from the study modules, so the DAG and the plots read the same specs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from dpbench.config import validate_config
+from dpbench.studies import STUDIES
+
+
+def validated(config: dict) -> dict:
+    """Validate the Snakemake config (raises ConfigError naming the key, before any job is scheduled)."""
+    return validate_config(dict(config))
+
+
+def figures(config: dict) -> list[tuple[str, str]]:
+    return [(s, f) for s, cfg in config["studies"].items() for f in STUDIES[s].figure_names(cfg)]
+
+
+def series_files(config: dict, study: str, figure: str) -> list[str]:
+    st = STUDIES[study]
+    cfg = config["studies"][study]
+    st.figure(figure)  # unknown figure -> clear error
+    return [f"{config['results_dir']}/{study}/{figure}/{m}.parquet" for m in st.series(cfg, figure)]
+
+
+def study_series_files(config: dict, study: str) -> list[str]:
+    return [p for s, f in figures(config) if s == study for p in series_files(config, s, f)]
+
+
+def all_targets(config: dict) -> list[str]:
+    out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
+    out += [f"{config['figures_dir']}/{s}/anchors.html" for s in config["studies"]]
+    return out
+
+
+def series_signature(config: dict, study: str, figure: str, series: str) -> str:
+    """Everything a series' results depend on, as JSON: a Snakemake param, so a change reruns the job."""
+    cfg = dict(config["studies"][study])
+    figs = cfg.pop("figures")
+    return json.dumps({"seed": config["seed"], "data": config["data"], "study": cfg,
+                       "figure": figs[figure], "series": series}, sort_keys=True)
+
+
+def caption_rst(config: dict, study: str, figure: str) -> str:
+    """The figure's caption and deviation notes, escaped for reStructuredText (Snakemake report)."""
+    st = STUDIES[study]
+    spec = st.figure(figure)
+    lines = [spec.caption] + [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
+    esc = [re.sub(r"([\\*_`|])", r"\\\1", line) for line in lines]
+    return "\n\n".join(esc)
+
+
+def dataset_signature(config: dict, study: str) -> str:
+    cfg = config["studies"][study]
+    keys = ("dataset", "n_train", "n_test", "bias")
+    return json.dumps({"data": config["data"], **{k: cfg.get(k) for k in keys}}, sort_keys=True)
+
+
+def prepare_dataset(config: dict, study: str, out: str) -> dict:
+    """Obtain the study's data (download or labelled substitute), cache it, write a manifest."""
+    from pathlib import Path
+
+    from dpbench.store import atomic_write_bytes
+
+    st = STUDIES[study]
+    problem = st.problem(config, config["studies"][study], "test")
+    manifest = {"study": study, "dataset_variant": problem.variant,
+                "is_substitute": problem.variant.startswith("substitute"), "n_train": problem.n_train,
+                "n_test": int(problem.X_eval.shape[0]), "dim": problem.dim, "n_classes": problem.n_classes}
+    atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
+    return manifest

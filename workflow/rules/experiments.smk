@@ -1,0 +1,21 @@
+# One job per (study, figure, series); joblib parallelises the cells inside it with the job's threads.
+# Cells are cached by content under CONFIG["cache_dir"], so an interrupted job resumes where it stopped
+# and two figures never compute the same cell twice.
+
+
+rule series:
+    input:
+        f"{RES}/{{study}}/dataset.json",
+    output:
+        f"{RES}/{{study}}/{{figure}}/{{series}}.parquet",
+    wildcard_constraints:
+        study="[a-z0-9]+",
+        figure="[A-Za-z0-9_]+",
+        series="[a-z_]+",
+    params:
+        signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
+    threads: workflow.cores
+    run:
+        from dpbench.runner import run_series
+
+        run_series(CONFIG, wildcards.study, wildcards.figure, wildcards.series, output[0], n_jobs=threads)

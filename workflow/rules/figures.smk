@@ -1,0 +1,17 @@
+# Figures are drawn from Parquet only; the caption (with every deviation) is written beside the PNG.
+
+
+rule figure:
+    input:
+        lambda w: W.series_files(CONFIG, w.study, w.figure),
+    output:
+        png=report(f"{FIG}/{{study}}/{{figure}}.png", caption="../report/figure.rst", category="{study}"),
+        txt=f"{FIG}/{{study}}/{{figure}}.txt",
+    wildcard_constraints:
+        figure="fig[A-Za-z0-9_]+",
+    params:
+        caption=lambda w: W.caption_rst(CONFIG, w.study, w.figure),
+    run:
+        from dpbench.plot import plot_from_files
+
+        plot_from_files(CONFIG, wildcards.study, wildcards.figure, list(input), output.png)
