@@ -1,0 +1,59 @@
+"""Data layer: dataset registry, verified downloads with mirrors, IDX files, substitutes, transforms.
+
+Typical use::
+
+    from dpbench.data import load_dataset, prepare_features
+    ds = load_dataset("mnist", cache_dir="data", mirror=None, source="auto")
+    X_train, X_test = prepare_features(ds, bias=True)   # every row has ||x|| <= 1
+    ds.variant   # "mnist" or "substitute:deformed-digits-28x28" -- record it with the results
+"""
+
+from dpbench.data.download import DownloadError, fetch_file, file_digest, verify_checksum
+from dpbench.data.idx import IDXFormatError, read_idx, write_idx
+from dpbench.data.mnist import MNIST_FILES, MNIST_URLS, load_mnist
+from dpbench.data.raw import RawSplit
+from dpbench.data.registry import (
+    DATASETS,
+    Dataset,
+    DatasetEntry,
+    available_datasets,
+    clear_cache,
+    load_dataset,
+    prepare_features,
+)
+from dpbench.data.substitute import DeformedDigits, load_substitute
+from dpbench.data.transforms import (
+    add_bias_feature,
+    first_classes,
+    pca_project,
+    row_norms,
+    unit_ball_normalise,
+)
+
+__all__ = [
+    "DATASETS",
+    "Dataset",
+    "DatasetEntry",
+    "DeformedDigits",
+    "DownloadError",
+    "IDXFormatError",
+    "MNIST_FILES",
+    "MNIST_URLS",
+    "RawSplit",
+    "add_bias_feature",
+    "available_datasets",
+    "clear_cache",
+    "fetch_file",
+    "file_digest",
+    "first_classes",
+    "load_dataset",
+    "load_mnist",
+    "load_substitute",
+    "pca_project",
+    "prepare_features",
+    "read_idx",
+    "row_norms",
+    "unit_ball_normalise",
+    "verify_checksum",
+    "write_idx",
+]

@@ -1,0 +1,188 @@
+"""Checksum-verified, atomic file downloads with an optional mirror (a local folder or a base URL).
+
+A cache entry ``cache_dir/filename`` only ever exists with the right checksum: every download goes to a
+temporary file in the same directory, is verified, and is then moved into place with ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Iterable, Sequence
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+_ALGORITHMS = ("md5", "sha256")
+_URL_SCHEMES = ("http", "https", "ftp", "file")
+
+
+class DownloadError(RuntimeError):
+    """No source delivered a file with the expected checksum.
+
+    ``attempts`` lists ``(source, reason)`` for every source that was tried.
+    """
+
+    def __init__(self, message: str, filename: str = "", attempts: Sequence[tuple[str, str]] = ()):
+        super().__init__(message)
+        self.filename = filename
+        self.attempts = list(attempts)
+
+
+def _check_checksum_spec(checksum: tuple[str, str]) -> tuple[str, str]:
+    try:
+        algorithm, hexdigest = checksum
+    except (TypeError, ValueError):
+        raise ValueError(f"checksum must be a pair (algorithm, hexdigest), got {checksum!r}") from None
+    algorithm = str(algorithm).lower()
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"unsupported checksum algorithm {algorithm!r}; use one of {_ALGORITHMS}")
+    return algorithm, str(hexdigest).lower()
+
+
+def file_digest(path: str | os.PathLike, algorithm: str) -> str:
+    """Hex digest of the file at ``path`` with ``algorithm`` ("md5" or "sha256")."""
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_checksum(path: str | os.PathLike, checksum: tuple[str, str]) -> bool:
+    """True if the file at ``path`` exists and has ``checksum`` = (``"md5"``|``"sha256"``, hexdigest)."""
+    algorithm, expected = _check_checksum_spec(checksum)
+    if not Path(path).is_file():
+        return False
+    return file_digest(path, algorithm) == expected
+
+
+def _is_url(s: str) -> bool:
+    return urllib.parse.urlparse(s).scheme.lower() in _URL_SCHEMES
+
+
+def _sources(filename: str, urls: Iterable[str], mirror: str | os.PathLike | None) -> list[tuple[str, str]]:
+    """Ordered (kind, location) pairs: the mirror first, then every canonical URL."""
+    sources: list[tuple[str, str]] = []
+    if mirror is not None and str(mirror) != "":
+        m = str(mirror)
+        if _is_url(m):
+            sources.append(("url", m.rstrip("/") + "/" + filename))
+        else:
+            sources.append(("path", str(Path(m).expanduser() / filename)))
+    if isinstance(urls, str):
+        urls = [urls]
+    sources.extend(("url", u) for u in urls)
+    return sources
+
+
+def _say(progress: bool, msg: str) -> None:
+    log.info(msg)
+    if progress:
+        print(f"[dpbench.data] {msg}", file=sys.stderr, flush=True)
+
+
+def _copy_url(url: str, out, timeout: float, progress: bool) -> None:
+    req = urllib.request.Request(url, headers={"User-Agent": "dpbench-data/0.1"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        total = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
+        total = int(total) if total and str(total).isdigit() else None
+        done, next_report = 0, 0.25
+        while True:
+            block = resp.read(_CHUNK)
+            if not block:
+                break
+            out.write(block)
+            done += len(block)
+            if progress and total and done / total >= next_report:
+                _say(progress, f"  {done / total:4.0%} of {total / 1e6:.1f} MB")
+                next_report += 0.25
+        if total is not None and done != total:
+            raise OSError(f"incomplete transfer: got {done} of {total} bytes")
+
+
+def fetch_file(
+    filename: str,
+    urls: Sequence[str],
+    checksum: tuple[str, str],
+    cache_dir: str | os.PathLike,
+    mirror: str | os.PathLike | None = None,
+    progress: bool = True,
+    timeout: float = 60.0,
+) -> Path:
+    """Return ``cache_dir/filename`` with the given checksum, fetching it if needed.
+
+    Parameters
+    ----------
+    filename: name of the file in the cache (and in the mirror).
+    urls: canonical full URLs of the file, tried in order after the mirror.
+    checksum: ``("md5"|"sha256", hexdigest)``.
+    cache_dir: folder of the cache; created if missing.
+    mirror: a local folder holding ``filename``, or a base URL (``http(s)://``, ``file://``) to which
+        ``/filename`` is appended. Tried first.
+    progress: print short progress messages to stderr.
+    timeout: socket timeout in seconds for each URL.
+
+    A cached file is re-verified on every call; a corrupted one is removed and fetched again. Every source
+    is downloaded to a temporary file next to the target and only moved into place (``os.replace``) after
+    its checksum matched, so a failed or partial download never leaves anything at ``cache_dir/filename``.
+    Raises :class:`DownloadError` listing every source and why it failed if no source works.
+    """
+    algorithm, expected = _check_checksum_spec(checksum)
+    cache_dir = Path(cache_dir).expanduser()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / filename
+
+    if target.exists():
+        if verify_checksum(target, (algorithm, expected)):
+            return target
+        _say(progress, f"cached {target} fails its {algorithm} check; removing it and fetching again")
+        target.unlink()
+
+    attempts: list[tuple[str, str]] = []
+    for kind, location in _sources(filename, urls, mirror):
+        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{filename}.", suffix=".part")
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                if kind == "path":
+                    src = Path(location)
+                    if not src.is_file():
+                        raise FileNotFoundError(f"no such file {src}")
+                    _say(progress, f"copying {filename} from {src}")
+                    with open(src, "rb") as f:
+                        shutil.copyfileobj(f, out, _CHUNK)
+                else:
+                    _say(progress, f"downloading {filename} from {location}")
+                    _copy_url(location, out, timeout, progress)
+            got = file_digest(tmp, algorithm)
+            if got != expected:
+                raise ValueError(f"{algorithm} mismatch: expected {expected}, got {got}")
+            os.replace(tmp, target)
+            _say(progress, f"verified {target} ({algorithm} {expected})")
+            return target
+        except (OSError, ValueError, urllib.error.URLError) as exc:  # URLError/timeouts are OSErrors too
+            reason = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else None
+            attempts.append((location, f"{type(exc).__name__}: {reason or exc}"))
+            _say(progress, f"  failed: {attempts[-1][1]}")
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    lines = "\n".join(f"  - {src}: {why}" for src, why in attempts) or "  (no source given)"
+    raise DownloadError(
+        f"could not obtain {filename!r} with {algorithm} {expected}. Sources tried:\n{lines}\n"
+        f"To provide it by hand: download {filename} on a machine with network access (from one of the URLs "
+        f"above), check its {algorithm}, and either copy it to {target} or put it in a folder and set "
+        f"`data.mirror: /that/folder` in the config (or pass mirror=...). A base URL also works as a mirror.",
+        filename=filename,
+        attempts=attempts,
+    )

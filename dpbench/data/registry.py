@@ -1,0 +1,196 @@
+"""Dataset registry: ``load_dataset(name, ...)`` returns a :class:`Dataset` that records which variant
+(real data or a labelled substitute) it holds, so results, figures and the report can carry it."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpbench.data import mnist as _mnist
+from dpbench.data import substitute as _substitute
+from dpbench.data.download import DownloadError
+from dpbench.data.transforms import add_bias_feature, pca_project, unit_ball_normalise
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("auto", "real", "substitute")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded dataset. Arrays are read-only (they are shared through the in-process cache).
+
+    ``variant`` is what the rows, figures and report record: e.g. ``"mnist"`` or
+    ``"substitute:deformed-digits-28x28"``. ``description`` is a one-line label for figure captions.
+    """
+
+    name: str
+    variant: str
+    is_substitute: bool
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    description: str
+
+    @property
+    def n_train(self) -> int:
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        return int(self.X_test.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X_train.shape[1])
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A registered dataset: ``load(cache_dir, mirror, source, seed, n_train, n_test) -> Dataset``."""
+
+    name: str
+    description: str
+    substitute_variant: str | None
+    load: Callable[..., Dataset]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _mnist_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
+    if n_train is not None and n_train > _mnist.MNIST_N_TRAIN:
+        raise ValueError(f"real MNIST has {_mnist.MNIST_N_TRAIN} training examples; n_train={n_train} needs the substitute")
+    raw = _mnist.load_mnist(cache_dir / "mnist", mirror)
+    scale = np.float32(1.0 / 255.0)
+    return Dataset(
+        name="mnist",
+        variant="mnist",
+        is_substitute=False,
+        X_train=_readonly(raw.X_train[:n_train].astype(np.float32) * scale),
+        y_train=_readonly(raw.y_train[:n_train]),
+        X_test=_readonly(raw.X_test[:n_test].astype(np.float32) * scale),
+        y_test=_readonly(raw.y_test[:n_test]),
+        n_classes=10,
+        description="MNIST (LeCun et al.), 28×28 handwritten digits",
+    )
+
+
+def _mnist_substitute(cache_dir: Path, seed: int, n_train, n_test) -> Dataset:
+    raw = _substitute.load_substitute(
+        cache_dir, n_train=n_train or _mnist.MNIST_N_TRAIN, n_test=n_test or _mnist.MNIST_N_TEST, seed=seed
+    )
+    return Dataset(
+        name="mnist",
+        variant=_substitute.VARIANT,
+        is_substitute=True,
+        X_train=_readonly(raw.X_train),
+        y_train=_readonly(raw.y_train),
+        X_test=_readonly(raw.X_test),
+        y_test=_readonly(raw.y_test),
+        n_classes=10,
+        description=_substitute.DESCRIPTION,
+    )
+
+
+def _load_mnist(cache_dir: Path, mirror, source: str, seed: int, n_train, n_test) -> Dataset:
+    if source == "substitute":
+        return _mnist_substitute(cache_dir, seed, n_train, n_test)
+    try:
+        return _mnist_real(cache_dir, mirror, seed, n_train, n_test)
+    except DownloadError as exc:
+        if source == "real":
+            raise
+        reason = exc.attempts[-1][1] if exc.attempts else str(exc).splitlines()[0]
+        log.warning(
+            "MNIST is not available (%s: %s). Using the labelled substitute %r (%s) instead; results, figures "
+            "and the report record this variant. To use real MNIST, put the files %s in a folder and set "
+            "`data.mirror` in the config (or copy them to %s), or set source='real' to make this an error.",
+            exc.filename,
+            reason,
+            _substitute.VARIANT,
+            _substitute.DESCRIPTION,
+            ", ".join(_mnist.MNIST_FILES),
+            cache_dir / "mnist",
+        )
+        return _mnist_substitute(cache_dir, seed, n_train, n_test)
+
+
+DATASETS: dict[str, DatasetEntry] = {
+    "mnist": DatasetEntry(
+        name="mnist",
+        description="MNIST 60,000/10,000, 28×28, 10 classes (substitute: deformed scikit-learn digits)",
+        substitute_variant=_substitute.VARIANT,
+        load=_load_mnist,
+    ),
+}
+
+
+def available_datasets() -> list[str]:
+    """Names accepted by :func:`load_dataset`."""
+    return sorted(DATASETS)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(name, cache_dir, mirror, source, seed, n_train, n_test) -> Dataset:
+    return DATASETS[name].load(Path(cache_dir), mirror, source, seed, n_train, n_test)
+
+
+def clear_cache() -> None:
+    """Drop the datasets held by the in-process cache."""
+    _load_cached.cache_clear()
+
+
+def load_dataset(
+    name: str,
+    *,
+    cache_dir: str | os.PathLike = "data",
+    mirror: str | os.PathLike | None = None,
+    source: str = "auto",
+    seed: int = 0,
+    n_train: int | None = None,
+    n_test: int | None = None,
+) -> Dataset:
+    """Load a registered dataset (raw features in [0, 1]; no normalisation -- see :func:`prepare_features`).
+
+    source: ``"real"`` downloads (``DownloadError`` propagates), ``"substitute"`` uses the registered
+    substitute, ``"auto"`` tries the real data and falls back to the substitute with a WARNING.
+    n_train / n_test keep the first N examples (the substitute generates exactly that many; train example
+    i does not depend on N). Results are cached in-process per argument tuple.
+    """
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(available_datasets())}")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    for arg, v in (("n_train", n_train), ("n_test", n_test)):
+        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+            raise ValueError(f"{arg} must be a positive integer or None, got {v!r}")
+    cache_key = str(Path(cache_dir).expanduser().resolve())
+    mirror_key = None if mirror in (None, "") else str(mirror)
+    n_train = None if n_train is None else int(n_train)
+    n_test = None if n_test is None else int(n_test)
+    return _load_cached(name, cache_key, mirror_key, source, int(seed), n_train, n_test)
+
+
+def prepare_features(
+    dataset: Dataset, *, bias: bool = True, pca_dim: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(X_train, X_test) scaled into the unit ball by the training maximum norm, optionally PCA-projected
+    to ``pca_dim`` dimensions (re-normalised), then optionally augmented with the bias feature
+    ``[x, 1]/sqrt(2)``. Every row has ``||x|| <= 1``."""
+    Xtr, Xte = unit_ball_normalise(dataset.X_train, dataset.X_test)
+    if pca_dim is not None:
+        Xtr, Xte = pca_project(Xtr, Xte, pca_dim)
+    if bias:
+        Xtr, Xte = add_bias_feature(Xtr), add_bias_feature(Xte)
+    return Xtr, Xte

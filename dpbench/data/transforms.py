@@ -1,0 +1,105 @@
+"""Feature transforms of the linear-model studies (spec/vdm2020.md §4, §7 items 11-13).
+
+Order used by the studies: ``first_classes`` -> ``unit_ball_normalise`` -> (``pca_project``) ->
+(``add_bias_feature``). Every function returns new arrays and keeps every row at L2 norm <= 1 (checked in
+float64; rows that rounding pushes a few ulps past 1 are shrunk onto the sphere).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def row_norms(X: np.ndarray) -> np.ndarray:
+    """L2 norm of every row, accumulated in float64."""
+    X = np.asarray(X)
+    return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+def _as_float(X: np.ndarray) -> np.ndarray:
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-d array (n, D), got shape {X.shape}")
+    return X.astype(X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64, copy=True)
+
+
+def _shrink_to_unit(X: np.ndarray) -> np.ndarray:
+    """In place: rescale rows with norm > 1 onto the unit sphere (with a few ulps of slack)."""
+    for _ in range(3):
+        norms = row_norms(X)
+        over = norms > 1.0
+        if not over.any():
+            return X
+        shrink = (1.0 - 4 * np.finfo(X.dtype).eps) / norms[over]
+        X[over] *= shrink[:, None].astype(X.dtype)
+    raise AssertionError("could not bring rows to norm <= 1")  # pragma: no cover
+
+
+def unit_ball_normalise(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Divide both splits by the largest L2 norm of a *training* row; then test rows with norm > 1 are
+    rescaled onto the unit sphere (spec §7.13: the reference code divides each split by its own maximum;
+    here the test split uses the training scale, and every row ends with ``||x|| <= 1``)."""
+    Xtr, Xte = _as_float(X_train), _as_float(X_test)
+    if Xtr.shape[1] != Xte.shape[1]:
+        raise ValueError(f"train and test have different dimensions: {Xtr.shape[1]} != {Xte.shape[1]}")
+    scale = float(row_norms(Xtr).max()) if Xtr.shape[0] else 0.0
+    if scale > 0.0:
+        Xtr *= Xtr.dtype.type(1.0 / scale)
+        Xte *= Xte.dtype.type(1.0 / scale)
+    return _shrink_to_unit(Xtr), _shrink_to_unit(Xte)
+
+
+def add_bias_feature(X: np.ndarray) -> np.ndarray:
+    """Append a constant feature and rescale: ``[x, 1] / sqrt(2)``, so ``||x|| <= 1`` implies the result
+    has norm <= 1 (the exact treatment of the bias, spec §7 item 11). Input rows must have norm <= 1."""
+    X = _as_float(X)
+    if X.shape[0] and row_norms(X).max() > 1.0 + 1e-6:
+        raise ValueError("add_bias_feature needs rows with ||x|| <= 1; apply unit_ball_normalise first")
+    out = np.empty((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
+    out[:, :-1] = X
+    out[:, -1] = 1.0
+    out *= out.dtype.type(1.0 / np.sqrt(2.0))
+    return _shrink_to_unit(out)
+
+
+def first_classes(X: np.ndarray, y: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the rows whose label is one of the first ``C`` classes ``0..C-1`` (vdm2020 Fig. 5b)."""
+    y = np.asarray(y)
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+    if int(C) < 1:
+        raise ValueError(f"C must be a positive number of classes, got {C}")
+    keep = (y >= 0) & (y < int(C))
+    if not keep.any():
+        raise ValueError(f"no example has a label in 0..{int(C) - 1}")
+    return X[keep], y[keep]
+
+
+def pca_project(X_train: np.ndarray, X_test: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Project both splits on the top-``D`` principal components of the training data (centred with the
+    training mean), then re-normalise to the unit ball with :func:`unit_ball_normalise` (spec §7 item 12:
+    the reference code skips this, so norms could reach 2). Component signs are fixed (largest-magnitude
+    loading positive) so results are reproducible."""
+    Xtr, Xte = np.asarray(X_train), np.asarray(X_test)
+    if Xtr.ndim != 2 or Xte.ndim != 2 or Xtr.shape[1] != Xte.shape[1]:
+        raise ValueError(f"need 2-d train/test arrays of equal width, got {Xtr.shape} and {Xte.shape}")
+    D = int(D)
+    if not 1 <= D <= Xtr.shape[1]:
+        raise ValueError(f"D must lie in 1..{Xtr.shape[1]} (the input dimension), got {D}")
+    mean = Xtr.mean(axis=0, dtype=np.float64)
+    cov = np.zeros((Xtr.shape[1], Xtr.shape[1]))
+    for a in range(0, Xtr.shape[0], 65536):  # chunked X^T X without a float64 copy of all of X
+        B = Xtr[a : a + 65536].astype(np.float64) - mean
+        cov += B.T @ B
+    _, vecs = np.linalg.eigh(cov)
+    W = vecs[:, ::-1][:, :D]
+    W *= np.sign(W[np.abs(W).argmax(axis=0), np.arange(D)])
+    dtype = Xtr.dtype if np.issubdtype(Xtr.dtype, np.floating) else np.float64
+
+    def project(X: np.ndarray) -> np.ndarray:
+        Z = np.empty((X.shape[0], D), dtype=dtype)
+        for a in range(0, X.shape[0], 65536):
+            Z[a : a + 65536] = (X[a : a + 65536].astype(np.float64) - mean) @ W
+        return Z
+
+    return unit_ball_normalise(project(Xtr), project(Xte))

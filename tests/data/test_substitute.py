@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+
+from dpbench.data import DeformedDigits, load_substitute
+from dpbench.data.substitute import substitute_cache_dir
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return DeformedDigits(seed=0)
+
+
+def test_originals_split_disjoint_and_stratified(gen):
+    idx_tr, _, y_tr = gen.originals("train")
+    idx_te, _, y_te = gen.originals("test")
+    assert len(np.intersect1d(idx_tr, idx_te)) == 0
+    assert len(idx_tr) + len(idx_te) == 1797 and len(np.unique(idx_tr)) == len(idx_tr)
+    assert abs(len(idx_te) / 1797 - 0.2) < 0.01
+    for c in range(10):
+        frac = np.mean(y_te == c) / np.mean(y_tr == c)
+        assert 0.85 < frac < 1.15
+
+
+def test_images_shape_range_and_labels(gen):
+    X, y = gen.images("train", 0, 50)
+    assert X.shape == (50, 784) and X.dtype == np.float32
+    assert X.min() >= 0.0 and X.max() <= 1.0 and X.max() > 0.9
+    assert y.dtype == np.int64 and set(np.unique(y)) <= set(range(10))
+    np.testing.assert_allclose(X * 255, np.round(X * 255), atol=1e-4)  # 8-bit levels like MNIST
+    # border of 4 px is mostly blank like MNIST, not all (deformations may move strokes)
+    img = X.reshape(50, 28, 28)
+    assert img[:, :2, :].mean() < 0.02
+
+
+def test_determinism_and_slices(gen):
+    X1, y1 = gen.images("train", 10, 20)
+    X2, y2 = gen.images("train", 0, 30)
+    np.testing.assert_array_equal(X1, X2[10:20])
+    np.testing.assert_array_equal(y1, y2[10:20])
+    X3, y3 = DeformedDigits(seed=0).images("train", 0, 30)
+    np.testing.assert_array_equal(X2, X3)
+    X4, _ = DeformedDigits(seed=1).images("train", 0, 30)
+    assert not np.array_equal(X2, X4)
+    # chunk boundaries and joblib workers do not change anything
+    from dpbench.data import substitute
+
+    Xa, _ = gen.images("test", 350, 380)
+    old = substitute._CHUNK
+    substitute._CHUNK = 7
+    try:
+        Xb, _ = gen.images("test", 350, 380, n_jobs=2)
+    finally:
+        substitute._CHUNK = old
+    np.testing.assert_array_equal(Xa, Xb)
+
+
+def test_test_set_starts_with_undeformed_originals(gen):
+    idx_te, imgs, y_te = gen.originals("test")
+    m = len(idx_te)
+    X, y = gen.images_uint8("test", 0, m + 5)
+    np.testing.assert_array_equal(X[:m], np.round(imgs.reshape(m, -1) * 255).astype(np.uint8))
+    np.testing.assert_array_equal(y[:m], y_te)
+    np.testing.assert_array_equal(y[m:], y_te[:5])  # deformed copies cycle through held-out originals
+    assert not np.allclose(X[m], X[0])
+
+
+def test_train_uses_only_training_originals(gen):
+    idx_tr, imgs_tr, y_tr = gen.originals("train")
+    n = len(idx_tr)
+    _, y = gen.images("train", 0, n + 3)
+    np.testing.assert_array_equal(y[:n], y_tr)
+    np.testing.assert_array_equal(y[n:], y_tr[:3])
+
+
+def test_bad_arguments(gen):
+    with pytest.raises(ValueError, match="split"):
+        gen.images("val", 0, 3)
+    with pytest.raises(ValueError, match="start"):
+        gen.images("train", 5, 3)
+    with pytest.raises(ValueError, match="unknown deformation"):
+        DeformedDigits(0, deformation={"twist": 1})
+
+
+def test_load_substitute_caches(tmp_path, gen):
+    raw = load_substitute(tmp_path, n_train=300, n_test=120, seed=0)
+    folder = substitute_cache_dir(tmp_path, 0)
+    assert folder.parent.name == "deformed-digits-v1"
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["X_test.npy", "X_train.npy", "params.json", "y_test.npy", "y_train.npy"]  # no temp files
+    assert np.load(folder / "X_train.npy").dtype == np.uint8
+    assert raw.X_train.dtype == np.float32 and raw.X_train.shape == (300, 784)
+    X, y = gen.images("train", 0, 300)
+    np.testing.assert_array_equal(raw.X_train, X)
+    np.testing.assert_array_equal(raw.y_train, y)
+    # reload: nothing regenerated; a smaller request is a prefix
+    mtime = (folder / "X_train.npy").stat().st_mtime_ns
+    raw2 = load_substitute(tmp_path, n_train=100, n_test=120, seed=0)
+    assert (folder / "X_train.npy").stat().st_mtime_ns == mtime
+    np.testing.assert_array_equal(raw.X_train[:100], raw2.X_train)
+    np.testing.assert_array_equal(raw.X_test, raw2.X_test)
+    # a larger request extends the cache with identical leading rows
+    raw3 = load_substitute(tmp_path, n_train=450, n_test=120, seed=0)
+    np.testing.assert_array_equal(raw3.X_train[:300], raw.X_train)
+    np.testing.assert_array_equal(raw3.X_train[300:], gen.images("train", 300, 450)[0])
+    assert np.load(folder / "X_train.npy", mmap_mode="r").shape == (450, 784)
+    assert substitute_cache_dir(tmp_path, 1) != folder
+
+
+def test_inconsistent_cache_is_regenerated(tmp_path, gen):
+    load_substitute(tmp_path, n_train=50, n_test=20, seed=0)
+    folder = substitute_cache_dir(tmp_path, 0)
+    np.save(folder / "y_train.npy", np.zeros(7, dtype=np.int64))  # e.g. interrupted between the two writes
+    raw = load_substitute(tmp_path, n_train=50, n_test=20, seed=0)
+    np.testing.assert_array_equal(raw.y_train, gen.images("train", 0, 50)[1])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_far_above_chance(gen):
+    from sklearn.linear_model import LogisticRegression
+
+    Xtr, ytr = gen.images("train", 0, 1500)
+    Xte, yte = gen.images("test", 0, 600)
+    acc = LogisticRegression(max_iter=100).fit(Xtr, ytr).score(Xte, yte)
+    assert acc > 0.7, acc
