@@ -1,0 +1,205 @@
+"""Tests of dpbench.learn.dpsgd: clipping (Eq. 4, global), sampling, determinism, SGD equivalence."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbench.learn import (
+    clip_scales,
+    clipped_contributions,
+    dpsgd_softmax,
+    lr_factors,
+    per_example_gradient_norms,
+    poisson_batches,
+    softmax_objective,
+)
+
+
+def unit_ball_data(n, d, c, seed, sep=2.0):
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((c, d - 1)) * sep
+    y = rng.integers(0, c, n)
+    X = means[y] + rng.standard_normal((n, d - 1))
+    X /= np.linalg.norm(X, axis=1).max()
+    X = np.hstack([X, np.ones((n, 1))]) / np.sqrt(2.0)
+    return X, y
+
+
+X, Y = unit_ball_data(600, 12, 4, 0)
+
+
+def test_clip_scales():
+    s = clip_scales(np.array([0.0, 0.5, 1.0, 4.0]), 1.0)
+    np.testing.assert_allclose(s, [1.0, 1.0, 1.0, 0.25])
+
+
+def test_clipped_contributions_explicit():
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal((12, 4)) * 5
+    clip = 0.3
+    raw = per_example_gradient_norms(theta, X[:100], Y[:100])
+    assert raw.max() > clip and raw.min() < clip  # both regimes exercised
+    norms = clipped_contributions(theta, X[:100], Y[:100], clip)
+    assert np.all(norms <= clip + 1e-12)
+    np.testing.assert_allclose(norms, np.minimum(raw, clip), rtol=1e-12)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "shuffle"])
+def test_every_clipped_contribution_bounded(sampling):
+    clip = 0.05  # far below typical ‖g_n‖ so clipping is active
+    theta, tr = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=1.0, clip=clip, batch_size=32, epochs=2, learning_rate=0.5,
+        rng=np.random.default_rng(2), n_runs=3, sampling=sampling, return_trace=True,
+    )
+    assert theta.shape == (3, 12, 4)
+    mx = tr["max_clipped_norm"]
+    assert mx.shape == (tr["steps"], 3)
+    assert np.all(mx <= clip + 1e-12)
+    assert np.mean(np.isclose(mx, clip, rtol=1e-9)) > 0.9  # the bound is actually reached
+
+
+def test_noise_free_huge_clip_equals_minibatch_sgd():
+    """σ = 0, ν = ∞-like, shuffling: DP-SGD is plain minibatch SGD on the mean CE (same permutations)."""
+    n, bs, epochs, lr = len(Y), 50, 3, 1.0
+    theta = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=0.0, clip=1e6, batch_size=bs, epochs=epochs, learning_rate=lr,
+        rng=np.random.default_rng(3), sampling="shuffle",
+    )[0]
+    rng = np.random.default_rng(3)
+    ref = np.zeros(12 * 4)
+    for _ in range(epochs):
+        perm = rng.permuted(np.broadcast_to(np.arange(n), (1, n)), axis=1)[0]
+        for j in range(0, n, bs):
+            b = perm[j : j + bs]
+            ref -= lr * softmax_objective(ref, X[b], Y[b], 0.0)[1]
+    np.testing.assert_allclose(theta.ravel(), ref, rtol=1e-9, atol=1e-12)
+    j0 = softmax_objective(np.zeros(48), X, Y, 0.0)[0]
+    j1 = softmax_objective(theta.ravel(), X, Y, 0.0)[0]
+    assert j0 == pytest.approx(math.log(4))
+    assert j1 < 0.5 * j0
+
+
+def test_noise_free_poisson_reduces_objective():
+    theta = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=0.0, clip=1e6, batch_size=50, epochs=3, learning_rate=1.0,
+        rng=np.random.default_rng(4), n_runs=2,
+    )
+    j0 = softmax_objective(np.zeros(48), X, Y, 0.0)[0]
+    for r in range(2):
+        assert softmax_objective(theta[r].ravel(), X, Y, 0.0)[0] < 0.5 * j0
+
+
+def test_deterministic_and_runs_independent():
+    kw = dict(noise_multiplier=1.0, clip=1.0, batch_size=40, epochs=1, learning_rate=0.5)
+    a = dpsgd_softmax(X, Y, 4, rng=np.random.default_rng(5), n_runs=3, **kw)
+    b = dpsgd_softmax(X, Y, 4, rng=np.random.default_rng(5), n_runs=3, **kw)
+    np.testing.assert_array_equal(a, b)
+    for r in range(3):
+        for s in range(r + 1, 3):
+            assert not np.allclose(a[r], a[s])
+    c = dpsgd_softmax(X, Y, 4, rng=np.random.default_rng(6), n_runs=3, **kw)
+    assert not np.allclose(a, c)
+    for sampling in ("shuffle",):
+        a = dpsgd_softmax(X, Y, 4, rng=np.random.default_rng(5), sampling=sampling, n_runs=2, **kw)
+        b = dpsgd_softmax(X, Y, 4, rng=np.random.default_rng(5), sampling=sampling, n_runs=2, **kw)
+        np.testing.assert_array_equal(a, b)
+        assert not np.allclose(a[0], a[1])
+
+
+def test_poisson_batch_sizes_and_steps():
+    n, bs, epochs = len(Y), 30, 5
+    _, tr = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=1.0, clip=1.0, batch_size=bs, epochs=epochs, learning_rate=0.1,
+        rng=np.random.default_rng(7), n_runs=4, return_trace=True,
+    )
+    assert tr["steps"] == math.ceil(epochs * n / bs)
+    assert tr["denom"] == pytest.approx(bs)  # expected batch size q·N
+    sizes = tr["batch_size"].ravel()
+    q = bs / n
+    se = math.sqrt(n * q * (1 - q) / sizes.size)
+    assert abs(sizes.mean() - bs) < 4 * se
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.3)
+
+
+def test_poisson_batches_exact_inclusion():
+    rng = np.random.default_rng(8)
+    n, q, R = 40, 0.15, 20000
+    idx, valid = poisson_batches(rng, n, q, R)
+    inc = np.zeros((R, n), dtype=bool)
+    rows = np.broadcast_to(np.arange(R)[:, None], idx.shape)
+    inc[rows[valid], idx[valid]] = True
+    assert inc.sum() == valid.sum()  # no duplicates within a batch
+    freq = inc.mean(0)
+    assert np.all(np.abs(freq - q) < 5 * math.sqrt(q * (1 - q) / R))
+    # pairwise independence of inclusions (correlation ~ 0)
+    c = np.corrcoef(inc[:, :10].T)
+    assert np.abs(c[np.triu_indices(10, 1)]).max() < 0.05
+    both = valid[:, 1:] & valid[:, :-1]
+    assert np.all(np.diff(idx, axis=1)[both] > 0)  # sorted
+    assert np.all(np.diff(valid.astype(int), axis=1) <= 0)  # padding last
+    # q = 1: everything included
+    idx1, valid1 = poisson_batches(rng, 7, 1.0, 3)
+    assert valid1.all() and np.array_equal(idx1, np.tile(np.arange(7), (3, 1)))
+
+
+def test_shuffle_covers_each_example_once_per_epoch():
+    _, tr = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=0.0, clip=1.0, batch_size=70, epochs=2, learning_rate=0.1,
+        rng=np.random.default_rng(9), n_runs=2, sampling="shuffle", return_trace=True,
+    )
+    per_epoch = math.ceil(len(Y) / 70)
+    assert tr["steps"] == 2 * per_epoch
+    assert np.all(tr["batch_size"][:per_epoch].sum(0) == len(Y))
+
+
+def test_lr_schedule():
+    f = lr_factors(100, "step")
+    np.testing.assert_allclose(f[[0, 24, 25, 49, 50, 74, 75, 99]], [1, 1, 0.1, 0.1, 0.01, 0.01, 1e-3, 1e-3])
+    assert np.all(lr_factors(10, "constant") == 1)
+    with pytest.raises(ValueError):
+        lr_factors(10, "cosine")
+    _, tr = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=1.0, clip=1.0, batch_size=60, epochs=4, learning_rate=2.0,
+        rng=np.random.default_rng(10), lr_schedule="step", return_trace=True,
+    )
+    assert tr["lr"][0] == 2.0 and tr["lr"][-1] == pytest.approx(2e-3)
+
+
+def test_empty_batches_and_warm_start():
+    Xs, ys = X[:10], Y[:10]
+    theta, tr = dpsgd_softmax(
+        Xs, ys, 4, noise_multiplier=1.0, clip=1.0, batch_size=1, epochs=5, learning_rate=0.1,
+        rng=np.random.default_rng(11), return_trace=True, theta0=np.ones((12, 4)),
+    )
+    assert (tr["batch_size"] == 0).any() and np.all(np.isfinite(theta))
+    th0 = dpsgd_softmax(
+        X, Y, 4, noise_multiplier=0.0, clip=1e-300, batch_size=10, epochs=1, learning_rate=1.0,
+        rng=np.random.default_rng(12), n_runs=2, theta0=np.full((12, 4), 0.25),
+    )
+    np.testing.assert_allclose(th0, 0.25, atol=1e-250)  # ν → 0 and σ = 0: θ stays at theta0
+
+
+def test_noise_scale():
+    """With all-zero features every g_n = 0, so θ is pure noise: std = lr·σ·ν/(qN)·√steps."""
+    sigma, clip, bs, lr = 2.0, 1e-3, 20, 1.0
+    Xs, ys = np.zeros((100, 12)), Y[:100]
+    theta = dpsgd_softmax(
+        Xs, ys, 4, noise_multiplier=sigma, clip=clip, batch_size=bs, epochs=1, learning_rate=lr,
+        rng=np.random.default_rng(13), n_runs=50,
+    )
+    steps = math.ceil(100 / bs)
+    expected = lr * sigma * clip / bs * math.sqrt(steps)
+    assert theta.std() == pytest.approx(expected, rel=0.05)
+    assert abs(theta.mean()) < 0.05 * expected
+
+
+def test_input_validation():
+    with pytest.raises(ValueError):
+        dpsgd_softmax(X, Y, 4, noise_multiplier=1, clip=1, batch_size=0, epochs=1, learning_rate=1,
+                      rng=np.random.default_rng(0))
+    with pytest.raises(ValueError):
+        dpsgd_softmax(X, Y, 4, noise_multiplier=1, clip=1, batch_size=10, epochs=1, learning_rate=1,
+                      rng=np.random.default_rng(0), sampling="bernoulli")
+    with pytest.raises(TypeError):
+        dpsgd_softmax(X, Y, 4, noise_multiplier=1, clip=1, batch_size=10, epochs=1, learning_rate=1, rng=0)
