@@ -28,6 +28,15 @@ def loss_perturbation_l2(rule: str, rho: float, n: int, lam: float) -> float:
     raise ValueError(f"loss_perturbation.regularizer must be 'code_max' or 'paper_sum', got {rule!r}")
 
 
+def loss_perturbation_noise(epsilon: float, delta: float, n_classes: int) -> tuple[str, float, float]:
+    """(noise kind, scale, ρ): β = ε/(2K) for δ = 0 (Thm 3), σ = (K/ε)√(8 ln(2/δ) + 4ε) for δ > 0 (Thm 4);
+    ρ = 2LC/ε in both cases."""
+    rho = 2 * HESSIAN_BOUND_L * n_classes / epsilon
+    if delta == 0:
+        return "l2_laplace", epsilon / (2 * LIPSCHITZ_K), rho
+    return "gaussian_kifer", LIPSCHITZ_K / epsilon * np.sqrt(8 * np.log(2 / delta) + 4 * epsilon), rho
+
+
 @REGISTRY.register
 class LossPerturbation(Method):
     name = "loss_perturbation"
@@ -37,7 +46,7 @@ class LossPerturbation(Method):
     tuned = "l2"
 
     def cell_params(self, problem, tuned, epsilon, delta):
-        rho = 2 * HESSIAN_BOUND_L * problem.n_classes / epsilon
+        rho = loss_perturbation_noise(epsilon, delta, problem.n_classes)[2]
         l2 = loss_perturbation_l2(self.settings["regularizer"], rho, problem.n_train, float(tuned))
         # the effective l2 is the key: CV values that collapse to the same objective share cells
         return {"l2_effective": l2, "gtol": self.settings["gtol"], "maxiter": self.settings["maxiter"]}
@@ -48,15 +57,11 @@ class LossPerturbation(Method):
             p = cell.param
             theta0 = trained_softmax(problem, p["l2_effective"], ctx, p["gtol"], p["maxiter"])
             rng = ctx.rng(cell.key)
-            eps, delta = cell.epsilon, cell.delta
-            if delta == 0:
-                beta = eps / (2 * LIPSCHITZ_K)
-                noise = sample_l2_laplace(rng, beta, theta0.size).reshape(theta0.shape)
-                kind, scale = "l2_laplace", beta
+            kind, scale, _ = loss_perturbation_noise(cell.epsilon, cell.delta, problem.n_classes)
+            if kind == "l2_laplace":
+                noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)
             else:
-                sigma = LIPSCHITZ_K / eps * np.sqrt(8 * np.log(2 / delta) + 4 * eps)
-                noise = rng.standard_normal(theta0.shape) * sigma
-                kind, scale = "gaussian_kifer", sigma
+                noise = rng.standard_normal(theta0.shape) * scale
             theta = fit_softmax(problem.X_train, problem.y_train, problem.n_classes, l2=p["l2_effective"],
                                 linear=noise / problem.n_train, theta0=theta0, gtol=p["gtol"], maxiter=p["maxiter"])
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),

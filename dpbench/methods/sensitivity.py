@@ -21,6 +21,24 @@ from dpbench.methods.non_private import trained_softmax
 from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_l2_laplace
 
 
+def model_sensitivity_noise(n: int, lam: float, epsilon: float, delta: float) -> tuple[str, float]:
+    """(noise kind, scale) of model sensitivity: β = Nλε/(2K) for δ = 0 (Alg. 1), else the analytic-Gaussian
+    σ = αΔ₂/√(2ε) with Δ₂ = 2K/(Nλ) (Alg. 3)."""
+    if delta == 0:
+        return "l2_laplace", n * lam * epsilon / (2 * LIPSCHITZ_K)
+    return "gaussian_analytic", analytic_gaussian_sigma(epsilon, delta, sensitivity=2 * LIPSCHITZ_K / (n * lam))
+
+
+def prediction_sensitivity_noise(n: int, lam: float, epsilon: float, delta: float, budget: int
+                                 ) -> tuple[str, float, str]:
+    """(noise kind, per-query scale, composition) of prediction sensitivity over ``budget`` queries:
+    β = Nλε/(2KB) for δ = 0 (Alg. 6); else σ = Δ₂·min(standard, advanced multiplier) (Alg. 7)."""
+    if delta == 0:
+        return "l2_laplace", n * lam * epsilon / (2 * LIPSCHITZ_K * budget), "standard"
+    rule = per_query_gaussian_multiplier(epsilon, delta, budget)
+    return "gaussian_analytic", rule.multiplier * 2 * LIPSCHITZ_K / (n * lam), rule.composition
+
+
 class _TrainedModelMethod(Method):
     tuned = "l2"
 
@@ -45,15 +63,11 @@ class ModelSensitivity(_TrainedModelMethod):
     depends_on = ("epsilon", "delta", "rep")
 
     def _evaluate(self, problem, theta, logits, cell, rng):
-        n, lam, eps, delta = problem.n_train, cell.param["l2"], cell.epsilon, cell.delta
-        if delta == 0:
-            beta = n * lam * eps / (2 * LIPSCHITZ_K)
-            noise = sample_l2_laplace(rng, beta, theta.size).reshape(theta.shape)
-            kind, scale = "l2_laplace", beta
+        kind, scale = model_sensitivity_noise(problem.n_train, cell.param["l2"], cell.epsilon, cell.delta)
+        if kind == "l2_laplace":
+            noise = sample_l2_laplace(rng, scale, theta.size).reshape(theta.shape)
         else:
-            sigma = analytic_gaussian_sigma(eps, delta, sensitivity=2 * LIPSCHITZ_K / (n * lam))
-            noise = rng.standard_normal(theta.shape) * sigma
-            kind, scale = "gaussian_analytic", sigma
+            noise = rng.standard_normal(theta.shape) * scale
         acc = accuracy_of_logits(problem.X_eval @ (theta + noise), problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": "none"}
 
@@ -66,16 +80,11 @@ class PredictionSensitivity(_TrainedModelMethod):
     depends_on = ("epsilon", "delta", "budget", "rep")
 
     def _evaluate(self, problem, theta, logits, cell, rng):
-        n, lam, eps, delta, b = problem.n_train, cell.param["l2"], cell.epsilon, cell.delta, cell.budget
-        c = logits.shape[1]
-        if delta == 0:
-            beta = n * lam * eps / (2 * LIPSCHITZ_K * b)
-            noise = sample_l2_laplace(rng, beta, c, size=(logits.shape[0],))
-            kind, scale, comp = "l2_laplace", beta, "standard"
+        kind, scale, comp = prediction_sensitivity_noise(problem.n_train, cell.param["l2"], cell.epsilon,
+                                                         cell.delta, cell.budget)
+        if kind == "l2_laplace":  # one independent draw per query (test point)
+            noise = sample_l2_laplace(rng, scale, logits.shape[1], size=(logits.shape[0],))
         else:
-            rule = per_query_gaussian_multiplier(eps, delta, b)
-            sigma = rule.multiplier * 2 * LIPSCHITZ_K / (n * lam)
-            noise = rng.standard_normal(logits.shape) * sigma
-            kind, scale, comp = "gaussian_analytic", sigma, rule.composition
+            noise = rng.standard_normal(logits.shape) * scale
         acc = accuracy_of_logits(logits + noise, problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": comp}

@@ -1,0 +1,44 @@
+"""Shared fixtures: a tiny configuration whose data cache is generated once per test session."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+
+TINY = {
+    "studies": {
+        "vdm2020": {
+            "n_train": 640,
+            "n_test": 200,
+            "repetitions": 2,
+            "subsagg_models": 8,
+            "cross_validation": {"repetitions": 1, "lambda_grid": [1.0e-3, 1.0e-2], "clip_grid": [1.0]},
+            "lbfgs": {"maxiter": 200, "subsagg_maxiter": 20},
+            "dpsgd": {"epochs": 1, "batch_size": 64},
+            "figures": {
+                "fig1a": {"epsilons": [1.0, 10.0]},
+                "fig1b": {"epsilons": [0.5, 1.0]},
+                "fig2a": {"budgets": [1, 100]},
+                "fig2b": {"budgets": [1, 100]},
+            },
+        }
+    }
+}
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture
+def tiny_config(tmp_path, data_dir):
+    """A valid config on tiny substitute data; results and cache in a fresh temporary folder."""
+    over = copy.deepcopy(TINY)
+    over.update({"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
+                 "cache_dir": str(tmp_path / "results" / "cache"),
+                 "data": {"cache_dir": str(data_dir), "mnist_source": "substitute"}})
+    return load_config(DEFAULT_CONFIG_PATH, overrides=over)

@@ -1,0 +1,113 @@
+"""The Snakemake DAG end to end on tiny substitute data: targeted scheduling, nothing to redo after a
+complete run, resume after a kill without recomputing finished cells, the report, and bad configs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+
+
+def write_config(tmp_path: Path, data_dir: Path, **study_overrides) -> Path:
+    cfg = {"results_dir": "results", "figures_dir": "figures", "cache_dir": "results/cache",
+           "data": {"cache_dir": str(data_dir), "mnist_source": "substitute"},
+           "studies": {"vdm2020": {**TINY["studies"]["vdm2020"], **study_overrides}}}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def snakemake(tmp_path, config, *args, check=True, timeout=600):
+    proc = subprocess.run([*SNAKEMAKE, "-d", str(tmp_path), "--configfile", str(config), *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
+    return proc
+
+
+def cell_files(tmp_path: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in (tmp_path / "results" / "cache" / "cells").rglob("*.json")}
+
+
+def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
+    config = write_config(tmp_path, data_dir)
+    out = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig2a.png").stdout
+    figures = {line.split("figure=")[1].split(",")[0].strip() for line in out.splitlines() if "figure=" in line}
+    assert figures == {"fig2a"}
+    series_jobs = [line for line in out.splitlines() if line.strip().startswith("wildcards:") and "series=" in line]
+    assert len(series_jobs) == 5  # the δ = 0 series of fig2a; DP-SGD does not support δ = 0
+    assert "rule anchors" not in out and "fig1a" not in out
+
+
+def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
+    config = write_config(tmp_path, data_dir)
+    snakemake(tmp_path, config, "--cores", "2")
+    for fig in ("fig1a", "fig1b", "fig2a", "fig2b"):
+        png = tmp_path / "figures" / "vdm2020" / f"{fig}.png"
+        assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+        assert "SUBSTITUTE DATA" in (tmp_path / "figures" / "vdm2020" / f"{fig}.txt").read_text()
+    assert (tmp_path / "results" / "vdm2020" / "anchors.parquet").exists()
+    second = snakemake(tmp_path, config, "--cores", "2", "-n")
+    assert "Nothing to be done" in second.stdout + second.stderr
+    snakemake(tmp_path, config, "--report", "report.html")
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    assert "fig2b.png" in html and "anchors.html" in html
+
+
+def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_dir):
+    # one slow-ish series: loss perturbation re-solves L-BFGS for every cell
+    figs = {"fig1a": {"epsilons": [0.5, 1.0, 2.0, 5.0, 10.0], "methods": ["loss_perturbation"]},
+            "fig1b": {"methods": ["non_private"]}, "fig2a": {"methods": ["non_private"]},
+            "fig2b": {"methods": ["non_private"]}}
+    config = write_config(tmp_path, data_dir, repetitions=6, figures={
+        k: {**TINY["studies"]["vdm2020"]["figures"][k], **v} for k, v in figs.items()})
+    target = "results/vdm2020/fig1a/loss_perturbation.parquet"
+    proc = subprocess.Popen([*SNAKEMAKE, "-d", str(tmp_path), "--configfile", str(config), "--cores", "1", target],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(cell_files(tmp_path)) < 8 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = cell_files(tmp_path)
+    assert before, "no cell finished before the kill"
+    assert not (tmp_path / target).exists(), "the run finished before it could be killed"
+    snakemake(tmp_path, config, "--cores", "1", target, "--rerun-incomplete")
+    after = cell_files(tmp_path)
+    assert set(before) < set(after)
+    assert all(after[p] == m for p, m in before.items())  # finished cells were not recomputed or rewritten
+    assert not list((tmp_path / "results").rglob(".*.tmp"))
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"figures": {"fig1a": {"epsilons": [0.0], "delta": 0.0, "budget": 100}}},
+     "studies.vdm2020.figures.fig1a.epsilons[0]"),
+    ({"figures": {"fig2a": {"budgets": [0], "epsilon": 1.0, "delta": 0.0}}}, "studies.vdm2020.figures.fig2a.budgets[0]"),
+    ({"figures": {"fig1b": {"epsilons": [1.0], "delta": 1.5, "budget": 100}}}, "studies.vdm2020.figures.fig1b.delta"),
+    ({"figures": {"fig1b": {"epsilons": [1.0], "delta": 1e-5, "budget": 100, "methods": ["sgd"]}}},
+     "studies.vdm2020.figures.fig1b.methods[0]"),
+])
+def test_bad_config_fails_before_any_compute(tmp_path, data_dir, override, key):
+    config = write_config(tmp_path, data_dir, **override)
+    proc = snakemake(tmp_path, config, "--cores", "1", check=False)
+    assert proc.returncode != 0
+    assert f"invalid config: {key}" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_figure_target_is_an_error(tmp_path, data_dir):
+    config = write_config(tmp_path, data_dir)
+    proc = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig99.png", check=False)
+    assert proc.returncode != 0
+    assert "fig99" in proc.stdout + proc.stderr
