@@ -74,3 +74,59 @@ def prepare_dataset(config: dict, study: str, out: str) -> dict:
                 "n_test": int(problem.X_eval.shape[0]), "dim": problem.dim, "n_classes": problem.n_classes}
     atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
     return manifest
+
+
+class log_to:
+    """Context manager: copy the ``dpbench`` log (progress, warnings) into a Snakemake job's log file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        import logging
+        from pathlib import Path
+
+        from dpbench.runner import _setup_logging
+
+        _setup_logging()
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.handler = logging.FileHandler(self.path, mode="w")
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logging.getLogger("dpbench").addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger("dpbench").removeHandler(self.handler)
+        self.handler.close()
+        return False
+
+
+# -- one-line bodies for the Snakemake rules (each copies the dpbench log into the job's log file) -----
+
+
+def job_dataset(config: dict, study: str, out: str, log: str) -> None:
+    with log_to(log):
+        prepare_dataset(config, study, out)
+
+
+def job_series(config: dict, study: str, figure: str, series: str, out: str, threads: int, log: str) -> None:
+    from dpbench.runner import run_series
+
+    with log_to(log):
+        run_series(config, study, figure, series, out, n_jobs=threads)
+
+
+def job_figure(config: dict, study: str, figure: str, inputs: list[str], out: str, log: str) -> None:
+    from dpbench.plot import plot_from_files
+
+    with log_to(log):
+        plot_from_files(config, study, figure, inputs, out)
+
+
+def job_anchors(config: dict, study: str, inputs: list[str], out_parquet: str, out_html: str, log: str) -> None:
+    from dpbench.report import run_anchor_checks
+
+    with log_to(log):
+        run_anchor_checks(config, study, inputs, out_parquet, out_html)

@@ -86,7 +86,7 @@ def _sources(filename: str, urls: Iterable[str], mirror: str | os.PathLike | Non
 
 def _say(progress: bool, msg: str) -> None:
     log.info(msg)
-    if progress:
+    if progress and not logging.getLogger("dpbench").handlers:  # the harness logs to stderr already
         print(f"[dpbench.data] {msg}", file=sys.stderr, flush=True)
 
 

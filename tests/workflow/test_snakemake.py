@@ -83,6 +83,7 @@ def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_di
     before = cell_files(tmp_path)
     assert before, "no cell finished before the kill"
     assert not (tmp_path / target).exists(), "the run finished before it could be killed"
+    snakemake(tmp_path, config, "--unlock")  # a hard kill leaves Snakemake's directory lock behind
     snakemake(tmp_path, config, "--cores", "1", target, "--rerun-incomplete")
     after = cell_files(tmp_path)
     assert set(before) < set(after)

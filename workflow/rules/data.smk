@@ -7,5 +7,7 @@ rule dataset:
         f"{RES}/{{study}}/dataset.json",
     params:
         signature=lambda w: W.dataset_signature(CONFIG, w.study),
+    log:
+        f"{RES}/logs/{{study}}/dataset.log",
     run:
-        W.prepare_dataset(CONFIG, wildcards.study, output[0])
+        W.job_dataset(CONFIG, wildcards.study, output[0], log[0])

@@ -14,8 +14,8 @@ rule series:
         series="[a-z_]+",
     params:
         signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
-    threads: workflow.cores
+    threads: CONFIG.get("n_jobs") or 8  # Snakemake caps it at --cores
+    log:
+        f"{RES}/logs/{{study}}/{{figure}}/{{series}}.log",
     run:
-        from dpbench.runner import run_series
-
-        run_series(CONFIG, wildcards.study, wildcards.figure, wildcards.series, output[0], n_jobs=threads)
+        W.job_series(CONFIG, wildcards.study, wildcards.figure, wildcards.series, output[0], threads, log[0])

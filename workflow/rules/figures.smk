@@ -11,7 +11,7 @@ rule figure:
         figure="fig[A-Za-z0-9_]+",
     params:
         caption=lambda w: W.caption_rst(CONFIG, w.study, w.figure),
+    log:
+        f"{RES}/logs/{{study}}/{{figure}}.plot.log",
     run:
-        from dpbench.plot import plot_from_files
-
-        plot_from_files(CONFIG, wildcards.study, wildcards.figure, list(input), output.png)
+        W.job_figure(CONFIG, wildcards.study, wildcards.figure, list(input), output.png, log[0])

@@ -7,7 +7,7 @@ rule anchors:
     output:
         parquet=f"{RES}/{{study}}/anchors.parquet",
         html=report(f"{FIG}/{{study}}/anchors.html", caption="../report/anchors.rst", category="{study}"),
+    log:
+        f"{RES}/logs/{{study}}/anchors.log",
     run:
-        from dpbench.report import run_anchor_checks
-
-        run_anchor_checks(CONFIG, wildcards.study, list(input), output.parquet, output.html)
+        W.job_anchors(CONFIG, wildcards.study, list(input), output.parquet, output.html, log[0])
