@@ -68,6 +68,7 @@ def prepare_dataset(config: dict, study: str, out: str) -> dict:
     from dpbench.store import atomic_write_bytes
 
     st = STUDIES[study]
+    Path(out).unlink(missing_ok=True)  # decide `auto` afresh: never from a previous manifest
     problem = st.problem(config, config["studies"][study], "test")
     manifest = {"study": study, "dataset_variant": problem.variant,
                 "is_substitute": problem.variant.startswith("substitute"), "n_train": problem.n_train,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 
@@ -143,16 +144,32 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str) 
     X_train, X_eval = unit_ball_normalise(np.asarray(X_train, np.float64), np.asarray(X_eval, np.float64))
     if bias == "augment":
         X_train, X_eval = add_bias_feature(X_train), add_bias_feature(X_eval)
-    key = content_key({"data": d, "variant": ds.variant, "split": split, "validation_fraction": validation_fraction,
-                       "bias": bias, "normalise": "unit-ball-by-max-train-norm-v1"})
+    # the key names the content, not where it came from (cache folder, mirror, requested source)
+    content = {k: d[k] for k in ("dataset", "n_train", "n_test", "seed")}
+    if ds.is_substitute:
+        content["substitute_seed"] = d["substitute_seed"]
+    key = content_key({"data": content, "variant": ds.variant, "split": split,
+                       "validation_fraction": validation_fraction, "bias": bias,
+                       "normalise": "unit-ball-by-max-train-norm-v1"})
     return Problem(key=key, variant=ds.variant, X_train=np.ascontiguousarray(X_train), y_train=y_train,
                    X_eval=np.ascontiguousarray(X_eval), y_eval=y_eval, n_classes=int(ds.n_classes))
+
+
+def resolved_source(config: dict) -> str:
+    """``auto`` is decided once per run by the dataset job (its manifest records the variant it obtained),
+    so the series jobs neither retry a failed download nor mix variants."""
+    source = config["data"]["mnist_source"]
+    manifest = Path(config["results_dir"]) / STUDY / "dataset.json"
+    if source == "auto" and manifest.exists():
+        with open(manifest) as fh:
+            source = "substitute" if json.load(fh)["is_substitute"] else "real"
+    return source
 
 
 def problem(config: dict, cfg: dict, split: str) -> Problem:
     data = config["data"]
     d = {"dataset": cfg["dataset"], "cache_dir": data["cache_dir"], "mirror": data.get("mirror"),
-         "source": data["mnist_source"], "substitute_seed": data.get("substitute_seed", 0),
+         "source": resolved_source(config), "substitute_seed": data.get("substitute_seed", 0),
          "n_train": cfg.get("n_train"), "n_test": cfg.get("n_test"), "seed": config["seed"]}
     return _problem(json.dumps(d, sort_keys=True), split, cfg["cross_validation"]["validation_fraction"],
                     cfg.get("bias", "augment"))
@@ -182,7 +199,9 @@ def deviations(cfg: dict, name: str) -> list[str]:
            if cfg["subsample_aggregate"]["beta_rule"] == "paper" else "ε/(2B) (standard exponential-mechanism analysis)."),
     ]
     if "dpsgd" in series(cfg, name):
-        out.append(f"DP-SGD: global clipping (Eq. 4), {dp['sampling']} sampling, batch {dp['batch_size']}, "
+        sampling = ("Poisson sampling" if dp["sampling"] == "poisson" else
+                    "SHUFFLED fixed-size batches (the accountant assumes Poisson sampling: the ε is not exact)")
+        out.append(f"DP-SGD: global clipping (Eq. 4), {sampling}, batch {dp['batch_size']}, "
                    f"{dp['epochs']} epochs, learning rate {dp['learning_rate']} [INFERRED: not in the paper]; "
                    f"accountant {dp['accountant']}" + (f" with the {dp['conversion']} RDP→DP conversion."
                                                         if dp["accountant"] == "rdp" else "."))
