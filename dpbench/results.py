@@ -77,6 +77,8 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
     files: list[Path] = []
     for p in paths:
         p = Path(p)
+        if not p.exists():
+            raise FileNotFoundError(f"no result files at {p}")
         files.extend(sorted(p.rglob("*.parquet")) if p.is_dir() else [p])
     if not files:
         raise FileNotFoundError(f"no result files under {', '.join(map(str, paths))}")

@@ -50,7 +50,10 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
     """The figure's caption and deviation notes, escaped for reStructuredText (Snakemake report)."""
     st = STUDIES[study]
     spec = st.figure(figure)
-    lines = [spec.caption] + [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
+    lines = [spec.caption,
+             "Data: the variant actually used is printed on the figure (a red SUBSTITUTE DATA label when real "
+             "MNIST could not be obtained), recorded in every result row and listed in the anchor-check table."]
+    lines += [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
     esc = [re.sub(r"([\\*_`|])", r"\\\1", line) for line in lines]
     return "\n\n".join(esc)
 
