@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+from synthetic import unit_ball_data
 import pytest
 
 from dpbench.learn import (
@@ -16,14 +17,6 @@ from dpbench.learn import (
 )
 
 
-def unit_ball_data(n, d, c, seed, sep=2.0):
-    rng = np.random.default_rng(seed)
-    means = rng.standard_normal((c, d - 1)) * sep
-    y = rng.integers(0, c, n)
-    X = means[y] + rng.standard_normal((n, d - 1))
-    X /= np.linalg.norm(X, axis=1).max()
-    X = np.hstack([X, np.ones((n, 1))]) / np.sqrt(2.0)
-    return X, y
 
 
 X, Y = unit_ball_data(600, 12, 4, 0)
