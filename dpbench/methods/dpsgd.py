@@ -51,7 +51,7 @@ class DPSGD(Method):
         q = min(1.0, p["batch_size"] / n)
         steps = math.ceil(p["epochs"] * n / p["batch_size"])
         cal = calibrate_dpsgd_noise(c0.epsilon, c0.delta, q, steps, accountant=p["accountant"],
-                                    conversion=p["conversion"])
+                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
         block = c0.rep // REP_BLOCK
         block_key = content_key({"dpsgd-block": [c0.problem, list(map(list, c0.params)), c0.epsilon, c0.delta, block]})
         reps = list(range(block * REP_BLOCK, (block + 1) * REP_BLOCK))

@@ -103,3 +103,14 @@ def test_parquet_rows_and_provenance(tiny_config, tmp_path):
 def test_unknown_series_is_rejected(tiny_config):
     with pytest.raises(ValueError, match="not a series"):
         run_series(tiny_config, "vdm2020", "fig1a", "magic")
+
+
+def test_dpsgd_with_pld_accountant_and_shuffling(tiny_config):
+    cfg = copy.deepcopy(tiny_config)
+    cfg["studies"]["vdm2020"]["dpsgd"].update(accountant="pld", sampling="shuffle")
+    df = run_series(cfg, "vdm2020", "fig1b", "dpsgd")
+    assert set(df["accountant"]) == {"pld/pld"} and set(df["sampling"]) == {"shuffle"}
+    assert (df["epsilon_achieved"] <= df["epsilon"] + 1e-9).all()
+    from dpbench.studies import vdm2020
+
+    assert any("SHUFFLED" in d for d in vdm2020.deviations(cfg["studies"]["vdm2020"], "fig1b"))
