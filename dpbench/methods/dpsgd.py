@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from dpbench.learn import dpsgd_softmax
+from dpbench.learn import accuracy_many, dpsgd_softmax
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
 from dpbench.privacy import calibrate_dpsgd_noise
 from dpbench.store import content_key
@@ -59,8 +59,7 @@ class DPSGD(Method):
                                noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
                                epochs=p["epochs"], learning_rate=p["learning_rate"], rng=ctx.rng(block_key),
                                n_runs=len(reps), sampling=p["sampling"])
-        preds = np.argmax(np.einsum("nd,rdc->rnc", problem.X_eval, thetas), axis=-1)
-        accs = (preds == problem.y_eval[None, :]).mean(axis=1)
+        accs = accuracy_many(thetas, problem.X_eval, problem.y_eval)
         out = []
         for cell in cells:
             out.append({"accuracy": float(accs[reps.index(cell.rep)]), "noise_kind": "gaussian",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbench.learn import fit_softmax_many
+from dpbench.learn import fit_softmax_many, predict_many
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
 from dpbench.privacy import exponential_mechanism, per_query_pure_epsilon
 from dpbench.store import content_key
@@ -32,10 +32,8 @@ def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Co
         perm = ctx.rng(key).permutation(n)[: per * n_models].reshape(n_models, per)
         thetas = fit_softmax_many(problem.X_train[perm], problem.y_train[perm], problem.n_classes,
                                   l2=0.0, maxiter=maxiter)
-        votes = np.argmax(np.einsum("nd,tdc->tnc", problem.X_eval, thetas), axis=-1)  # (T, n_eval)
-        counts = np.zeros((problem.X_eval.shape[0], problem.n_classes), dtype=np.int32)
-        for t in range(n_models):
-            counts[np.arange(counts.shape[0]), votes[t]] += 1
+        votes = predict_many(thetas, problem.X_eval)  # (T, n_eval) labels, one wide GEMM per chunk
+        counts = np.stack([np.bincount(v, minlength=problem.n_classes) for v in votes.T]).astype(np.int32)
         return {"counts": counts}
 
     return ctx.store.artefact(key, compute)["counts"]
