@@ -53,7 +53,7 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     ax.set_ylim(0, 1.0)
     ax.set_title(f"{spec.study} {spec.name}: {spec.title}", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="best", framealpha=0.85)
     if df["is_substitute"].any():
         ax.text(0.02, 0.98, "SUBSTITUTE DATA (deformed sklearn digits, not MNIST)", transform=ax.transAxes,
                 fontsize=7, va="top", color="darkred",
