@@ -96,3 +96,12 @@ def test_anchor_checks_pass_and_fail():
     }
     checks = vdm2020.anchor_checks(bad).set_index("claim")
     assert not checks.loc[["claim2", "claim3b", "claim4"], "passed"].any()
+
+
+def test_chance_level_points_do_not_decide_rankings():
+    fig1a = frame("fig1a", "epsilon", {"loss_perturbation": {0.01: 0.11, 0.1: 0.10, 1: 0.5, 10: 0.7},
+                                       "subsample_aggregate": {0.01: 0.10, 0.1: 0.11, 1: 0.6, 10: 0.9},
+                                       "prediction_sensitivity": {0.01: 0.105, 0.1: 0.09, 1: 0.2, 10: 0.3}})
+    checks = vdm2020.anchor_checks({"fig1a": fig1a}).set_index("claim")
+    assert checks.loc["claim1a", "value"] == 1.0 and "2 ε at chance level left out" in checks.loc["claim1a", "measured"]
+    assert checks.loc["claim1c", "value"] == 1.0
