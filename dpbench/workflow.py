@@ -42,8 +42,11 @@ def series_signature(config: dict, study: str, figure: str, series: str) -> str:
     """Everything a series' results depend on, as JSON: a Snakemake param, so a change reruns the job."""
     cfg = dict(config["studies"][study])
     figs = cfg.pop("figures")
+    from dpbench.methods import REGISTRY
+
     return json.dumps({"seed": config["seed"], "data": config["data"], "study": cfg,
-                       "figure": figs[figure], "series": series}, sort_keys=True)
+                       "figure": figs[figure], "series": series,
+                       "method_code": REGISTRY.get(series).code_hash()}, sort_keys=True)
 
 
 def caption_rst(config: dict, study: str, figure: str) -> str:

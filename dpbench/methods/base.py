@@ -72,6 +72,7 @@ class Cell:
     budget: int | None
     rep: int | None
     version: int = 1
+    code: str = ""                     # hash of the method's module source: editing it reruns its cells
 
     @property
     def key(self) -> str:
@@ -87,12 +88,16 @@ class Cell:
                 "delta": self.delta,
                 "budget": self.budget,
                 "rep": self.rep,
+                "code": self.code,
             }
         )
 
     @property
     def param(self) -> dict:
         return dict(self.params)
+
+
+_CODE_HASHES: dict[str, str] = {}
 
 
 class Method:
@@ -107,6 +112,18 @@ class Method:
 
     def __init__(self, **settings: Any):
         self.settings = settings
+
+    @classmethod
+    def code_hash(cls) -> str:
+        """SHA-256 prefix of the source file that defines the method (part of every cell key)."""
+        import hashlib
+        import inspect
+
+        path = inspect.getsourcefile(cls)
+        if path not in _CODE_HASHES:
+            with open(path, "rb") as fh:
+                _CODE_HASHES[path] = hashlib.sha256(fh.read()).hexdigest()[:16]
+        return _CODE_HASHES[path]
 
     def supports(self, epsilon: float, delta: float, budget: int) -> str | None:
         return None
@@ -125,6 +142,7 @@ class Method:
             budget=int(budget) if "budget" in dep else None,
             rep=int(rep) if "rep" in dep else None,
             version=self.version,
+            code=self.code_hash(),
         )
 
     def group_key(self, cell: Cell) -> Any:

@@ -105,3 +105,17 @@ def test_chance_level_points_do_not_decide_rankings():
     checks = vdm2020.anchor_checks({"fig1a": fig1a}).set_index("claim")
     assert checks.loc["claim1a", "value"] == 1.0 and "2 ε at chance level left out" in checks.loc["claim1a", "measured"]
     assert checks.loc["claim1c", "value"] == 1.0
+
+
+def test_cell_keys_follow_the_method_source(tiny_config, monkeypatch):
+    from dpbench.methods.loss_perturbation import LossPerturbation
+    from dpbench.methods.sensitivity import ModelSensitivity
+
+    cfg = tiny_config["studies"]["vdm2020"]
+    problem = vdm2020.problem(tiny_config, cfg, "test")
+    lp, ms = vdm2020.make_method(cfg, "loss_perturbation"), vdm2020.make_method(cfg, "model_sensitivity")
+    before = lp.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key, ms.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key
+    assert LossPerturbation.code_hash() != ModelSensitivity.code_hash()
+    monkeypatch.setattr(LossPerturbation, "code_hash", classmethod(lambda cls: "edited"))
+    after = lp.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key, ms.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key
+    assert after[0] != before[0] and after[1] == before[1]  # only the edited method's cells change
