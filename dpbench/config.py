@@ -12,7 +12,6 @@ import copy
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -86,11 +85,3 @@ def config_hash(config: dict) -> str:
     blob = json.dumps(config, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
-
-def get(config: dict, dotted: str, default: Any = None) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node

@@ -13,6 +13,7 @@ The same functions serve the Snakefile (one job per series) and direct library u
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -49,7 +50,7 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
     cfg = config["studies"][study_name]
     store = Store(config["cache_dir"])
     gkey = content_key(["group", [c.key for c in cells]])
-    with threadpool_limits(1) if limit_blas else _nullctx():
+    with threadpool_limits(1) if limit_blas else contextlib.nullcontext():
         with store.lock(gkey):
             todo = [c for c in cells if not store.has_cell(c.key)]
             if todo:
@@ -61,14 +62,6 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
                 for cell, rec in zip(todo, records):
                     store.put_cell(cell.key, {**rec, "runtime_s": per_cell, "variant": problem.variant})
     return [(c.key, store.get_cell(c.key)) for c in cells]
-
-
-class _nullctx:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def compute_cells(config: dict, study_name: str, split: str, method_name: str, cells: list[Cell],

@@ -1,7 +1,6 @@
 """The dpbench command line."""
 
 import pandas as pd
-import pytest
 
 from dpbench.cli import main
 from dpbench.results import provenance, write_parquet

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from dpbench.learn import accuracy_many, dpsgd_softmax
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
 from dpbench.privacy import calibrate_dpsgd_noise

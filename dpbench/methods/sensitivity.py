@@ -13,8 +13,6 @@ Both rest on Lemma 1: the minimisers on neighbouring datasets (replace one examp
 
 from __future__ import annotations
 
-import numpy as np
-
 from dpbench.learn import LIPSCHITZ_K
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,3 @@ class FigureSpec:
     caption: str                     # the source's caption, paraphrased, with its fixed parameters
     xscale: str = "log"
     anchors: tuple[str, ...] = ()    # claim ids checked from this figure's results
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def target(self) -> str:
-        return f"figures/{self.study}/{self.name}.png"

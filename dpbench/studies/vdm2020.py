@@ -226,8 +226,6 @@ CHANCE_MARGIN = 0.05  # a point is informative when some method beats chance (1/
 
 
 def _means(df):
-    import pandas as pd  # noqa: F401
-
     g = df[df["series"].isin(PRIVATE)].groupby(["x", "series"])["value"]
     return g.mean().unstack("series"), (g.std() / np.sqrt(g.count())).unstack("series")
 
@@ -247,7 +245,7 @@ def crossover_budget(df) -> float:
     return float("nan")
 
 
-def anchor_checks(frames: dict) -> "pd.DataFrame":
+def anchor_checks(frames: dict):
     """One row per checked claim: what the paper says, what was measured, and whether it holds."""
     import pandas as pd
 
