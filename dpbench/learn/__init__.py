@@ -1,7 +1,7 @@
 """Learners: bias-free softmax regression (losses, constants K and L, L-BFGS fits, batched prediction,
 per-example gradient norms) and a DP-SGD engine vectorised over repetitions (spec vdm2020 §2.0–2.3, §2.7)."""
 
-from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, lr_factors, poisson_batches
+from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, dpsgd_steps, lr_factors, poisson_batches
 from .softmax import (
     HESSIAN_BOUND_L,
     LIPSCHITZ_K,
@@ -37,6 +37,7 @@ __all__ = [
     "softmax_probabilities",
     "blas_thread_limit",
     "dpsgd_softmax",
+    "dpsgd_steps",
     "clipped_contributions",
     "clip_scales",
     "poisson_batches",

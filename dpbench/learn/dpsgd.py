@@ -67,6 +67,16 @@ def poisson_batches(rng, n, q, n_runs):
     return idx, valid
 
 
+def dpsgd_steps(n, batch_size, epochs, sampling="poisson"):
+    """Number of noisy updates: ceil(epochs·N/batch) with Poisson sampling, int(epochs)·ceil(N/batch) with
+    shuffled batches. The accountant must be given exactly this count (one formula for both)."""
+    if sampling == "poisson":
+        return int(math.ceil(epochs * n / batch_size))
+    if sampling == "shuffle":
+        return int(epochs) * int(math.ceil(n / batch_size))
+    raise ValueError(f"sampling must be 'poisson' or 'shuffle', got {sampling!r}")
+
+
 def lr_factors(steps, schedule):
     """Learning-rate multipliers for each step: ``"constant"`` (all 1) or ``"step"``.
 
@@ -153,17 +163,14 @@ def _dpsgd(
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
 
+    steps = dpsgd_steps(N, batch_size, epochs, sampling)
     if sampling == "poisson":
         q = batch_size / N
-        steps = int(math.ceil(epochs * N / batch_size))
         denom = q * N
-    elif sampling == "shuffle":
+    else:
         per_epoch = int(math.ceil(N / batch_size))
-        steps = int(epochs) * per_epoch
         q = None
         denom = None
-    else:
-        raise ValueError(f"sampling must be 'poisson' or 'shuffle', got {sampling!r}")
     lrs = learning_rate * lr_factors(steps, lr_schedule)
 
     xnorm = np.sqrt(np.einsum("nd,nd->n", X, X))

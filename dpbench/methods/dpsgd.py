@@ -12,9 +12,8 @@ number of workers.
 
 from __future__ import annotations
 
-import math
 
-from dpbench.learn import accuracy_many, dpsgd_softmax
+from dpbench.learn import accuracy_many, dpsgd_softmax, dpsgd_steps
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
 from dpbench.privacy import calibrate_dpsgd_noise
 from dpbench.store import content_key
@@ -47,7 +46,7 @@ class DPSGD(Method):
         p = c0.param
         n = problem.n_train
         q = min(1.0, p["batch_size"] / n)
-        steps = math.ceil(p["epochs"] * n / p["batch_size"])
+        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])  # the learner's own count
         cal = calibrate_dpsgd_noise(c0.epsilon, c0.delta, q, steps, accountant=p["accountant"],
                                     conversion=p["conversion"] if p["accountant"] == "rdp" else None)
         block = c0.rep // REP_BLOCK

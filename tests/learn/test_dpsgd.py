@@ -196,3 +196,14 @@ def test_input_validation():
                       rng=np.random.default_rng(0), sampling="bernoulli")
     with pytest.raises(TypeError):
         dpsgd_softmax(X, Y, 4, noise_multiplier=1, clip=1, batch_size=10, epochs=1, learning_rate=1, rng=0)
+
+
+@pytest.mark.parametrize("sampling, epochs", [("poisson", 2), ("poisson", 1.5), ("shuffle", 2)])
+def test_accounted_steps_are_the_steps_taken(sampling, epochs):
+    from dpbench.learn import dpsgd_steps
+
+    X, y = unit_ball_data(103, 6, 3, seed=5)
+    _, trace = dpsgd_softmax(X, y, 3, noise_multiplier=1.0, clip=1.0, batch_size=10, epochs=epochs,
+                             learning_rate=0.1, rng=np.random.default_rng(0), sampling=sampling, return_trace=True)
+    assert trace["steps"] == dpsgd_steps(103, 10, epochs, sampling)
+    assert dpsgd_steps(103, 10, 2, "shuffle") == 22 and dpsgd_steps(103, 10, 2, "poisson") == 21
