@@ -21,11 +21,13 @@ def run_anchor_checks(config: dict, study_name: str, inputs: list[str], out_parq
     checks = st.anchor_checks(frames)
     checks["dataset_variant"] = ", ".join(sorted(df["dataset_variant"].unique()))
     write_parquet(checks, out_parquet, provenance(config, study=study_name, kind="anchor_checks"))
-    atomic_write_bytes(Path(out_html), anchors_html(checks).encode())
+    extra = st.report_html(config, frames) if hasattr(st, "report_html") else ""
+    atomic_write_bytes(Path(out_html), anchors_html(checks, extra).encode())
     return checks
 
 
-def anchors_html(checks: pd.DataFrame) -> str:
+def anchors_html(checks: pd.DataFrame, extra: str = "") -> str:
+    """The anchor-check table; ``extra`` is study-specific HTML appended below it (e.g. regenerated tables)."""
     rows = "".join(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style='color:{}'>{}</td></tr>".format(
             html.escape(r.claim), html.escape(r.figure), html.escape(r.statement), html.escape(r.measured),
@@ -36,4 +38,4 @@ def anchors_html(checks: pd.DataFrame) -> str:
             f"<h3>Anchor checks (data: {variant})</h3><table border='1' cellpadding='4' "
             "style='border-collapse:collapse;font-family:sans-serif;font-size:13px'>"
             "<tr><th>claim</th><th>figure</th><th>paper</th><th>measured</th><th>verdict</th></tr>"
-            f"{rows}</table></body></html>")
+            f"{rows}</table>{extra}</body></html>")

@@ -139,10 +139,16 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     st = get_study(study_name)
     cfg = config["studies"][study_name]
     spec = st.figure(figure_name)
+    n_jobs = int(n_jobs or config.get("n_jobs") or 1)
+    if hasattr(st, "run_series"):  # a study with its own kind of cells (e.g. song2018's Pufferfish tables)
+        df = st.run_series(config, figure_name, method_name, n_jobs=n_jobs)
+        if out is not None:
+            write_parquet(df, out, provenance(config, study=study_name, figure=figure_name, series=method_name,
+                                              n_jobs=n_jobs, cpu_count=os.cpu_count()))
+        return df
     if method_name not in spec.methods:
         raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
                          f"known: {list(spec.methods)}")
-    n_jobs = int(n_jobs or config.get("n_jobs") or 1)
     method = st.make_method(cfg, method_name)
     pts = [p for p in st.points(cfg, figure_name) if method.supports(p.epsilon, p.delta, p.budget) is None]
     chosen = tune(config, study_name, figure_name, method_name, n_jobs)

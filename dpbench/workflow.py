@@ -42,11 +42,20 @@ def series_signature(config: dict, study: str, figure: str, series: str) -> str:
     """Everything a series' results depend on, as JSON: a Snakemake param, so a change reruns the job."""
     cfg = dict(config["studies"][study])
     figs = cfg.pop("figures")
-    from dpbench.methods import REGISTRY
-
     return json.dumps({"seed": config["seed"], "data": config["data"], "study": cfg,
                        "figure": figs[figure], "series": series,
-                       "method_code": REGISTRY.get(series).code_hash()}, sort_keys=True)
+                       "method_code": series_code_hash(study, series)}, sort_keys=True)
+
+
+def series_code_hash(study: str, series: str) -> str:
+    """Hash of the code that computes a series (a study may define ``series_code_hash``; default: the
+    registered method's module)."""
+    st = STUDIES[study]
+    if hasattr(st, "series_code_hash"):
+        return st.series_code_hash(series)
+    from dpbench.methods import REGISTRY
+
+    return REGISTRY.get(series).code_hash()
 
 
 def caption_rst(config: dict, study: str, figure: str) -> str:
@@ -75,6 +84,10 @@ def prepare_dataset(config: dict, study: str, out: str) -> dict:
 
     st = STUDIES[study]
     Path(out).unlink(missing_ok=True)  # decide `auto` afresh: never from a previous manifest
+    if hasattr(st, "prepare_dataset"):  # a study whose data is not one Problem (e.g. simulated chains)
+        manifest = st.prepare_dataset(config)
+        atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
+        return manifest
     problem = st.problem(config, config["studies"][study], "test")
     manifest = {"study": study, "dataset_variant": problem.variant,
                 "is_substitute": problem.variant.startswith("substitute"), "n_train": problem.n_train,

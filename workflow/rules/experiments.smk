@@ -11,7 +11,7 @@ rule series:
     wildcard_constraints:
         study="[a-z0-9]+",
         figure="[A-Za-z0-9_]+",
-        series="[a-z_]+",
+        series="[a-z0-9_]+",
     params:
         signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
     threads: CONFIG.get("n_jobs") or 8  # Snakemake caps it at --cores
