@@ -43,3 +43,38 @@ __all__ = [
     "poisson_batches",
     "lr_factors",
 ]
+
+# one-hidden-layer ReLU MLP (non-convex substitute for vdm2020 Fig. 7): SGD, T members at once, DP-SGD
+from .mlp import (  # noqa: E402
+    MLPParams,
+    dpsgd_mlp,
+    fit_mlp,
+    fit_mlp_many,
+    init_mlp,
+    mlp_accuracy,
+    mlp_accuracy_many,
+    mlp_clipped_gradient_sum,
+    mlp_logits,
+    mlp_loss_and_gradient,
+    mlp_n_params,
+    mlp_per_example_gradient_norms,
+    mlp_predict,
+    mlp_predict_many,
+)
+
+__all__ += [
+    "MLPParams",
+    "mlp_n_params",
+    "init_mlp",
+    "mlp_logits",
+    "mlp_predict",
+    "mlp_accuracy",
+    "mlp_predict_many",
+    "mlp_accuracy_many",
+    "mlp_loss_and_gradient",
+    "mlp_per_example_gradient_norms",
+    "mlp_clipped_gradient_sum",
+    "fit_mlp",
+    "fit_mlp_many",
+    "dpsgd_mlp",
+]
