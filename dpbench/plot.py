@@ -22,13 +22,27 @@ STYLE = {
     "subsample_aggregate": dict(color="tab:red", marker="D"),
     "dpsgd": dict(color="tab:purple", marker="v"),
     "non_private": dict(color="black", linestyle="--", marker=None),
+    "dpsgd_mlp": dict(color="tab:purple", marker="v"),
+    "subsample_aggregate_mlp": dict(color="tab:red", marker="D"),
+    "non_private_mlp": dict(color="black", linestyle="--", marker=None),
 }
+CURVE_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
+
+
+def _curve_order(curve: str):
+    """Curves named like "ε = 0.1" sort by their number."""
+    try:
+        return (0, float(curve.split("=")[-1]))
+    except ValueError:
+        return (1, curve)
 
 
 def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
     variants = sorted(df["dataset_variant"].unique())
     reps = int(df["rep"].max()) + 1
     lines = [spec.caption, f"Data: {', '.join(variants)}; mean ± std over {reps} repetitions."]
+    if spec.substitute_note:
+        lines.append(spec.substitute_note)
     if df["is_substitute"].any():
         lines.append("SUBSTITUTE DATA: real MNIST was not available; an InfiMNIST-style generator of deformed "
                      "scikit-learn digits (28×28) was used. Absolute accuracies are not the paper's.")
@@ -39,14 +53,22 @@ def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
 def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) -> str:
     """Draw ``spec`` from the rows in ``df``; write ``out`` (PNG) and ``out`` with .txt (caption)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
-    agg = df.groupby(["series", "x"])["value"].agg(["mean", "std"]).reset_index()
+    df = df.assign(curve=df["curve"].fillna("")) if "curve" in df else df.assign(curve="")
+    agg = df.groupby(["series", "curve", "x"])["value"].agg(["mean", "std"]).reset_index()
+    curves = sorted(set(agg["curve"]), key=_curve_order)
     for series in [m for m in spec.methods if m in set(agg["series"])]:
-        s = agg[agg["series"] == series].sort_values("x")
-        style = STYLE.get(series, {})
-        label = REGISTRY.get(series).label
-        ax.plot(s["x"], s["mean"], label=label, markersize=4, **style)
-        ax.fill_between(s["x"], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
-                        color=style.get("color"), alpha=0.15, linewidth=0)
+        for i, curve in enumerate(curves):
+            s = agg[(agg["series"] == series) & (agg["curve"] == curve)].sort_values("x")
+            if s.empty:
+                continue
+            style = dict(STYLE.get(series, {}))
+            label = REGISTRY.get(series).label
+            if curve:  # several curves of one series (e.g. one per ε): colour by curve
+                style["color"] = CURVE_COLORS[i % len(CURVE_COLORS)]
+                label = f"{label}, {curve}"
+            ax.plot(s["x"], s["mean"], label=label, markersize=4, **style)
+            ax.fill_between(s["x"], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
+                            color=style.get("color"), alpha=0.15, linewidth=0)
     ax.set_xscale(spec.xscale)
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
@@ -54,8 +76,11 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     ax.set_title(f"{spec.study} {spec.name}: {spec.title}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
-    if df["is_substitute"].any():
-        ax.text(0.02, 0.98, "SUBSTITUTE DATA (deformed sklearn digits, not MNIST)", transform=ax.transAxes,
+    if df["is_substitute"].any() or spec.substitute_note:
+        what = ["SUBSTITUTE DATA (deformed sklearn digits, not MNIST)"] if df["is_substitute"].any() else []
+        if spec.substitute_note:
+            what.insert(0, "SUBSTITUTE EXPERIMENT (MLP on digits, not ResNet-20 on CIFAR-10)")
+        ax.text(0.02, 0.98, "\n".join(what), transform=ax.transAxes,
                 fontsize=7, va="top", color="darkred",
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
     fig.tight_layout()

@@ -41,9 +41,11 @@ def _setup_logging() -> None:
         log.propagate = False
 
 
-def _compute_group(config: dict, study_name: str, split: str, method_name: str, cells: list[Cell],
-                   limit_blas: bool) -> list[tuple[str, dict]]:
-    """Compute the missing cells of one group (runs in a joblib worker or inline)."""
+def _compute_group(config: dict, study_name: str, split: str, method_name: str, setting: tuple,
+                   cells: list[Cell], limit_blas: bool) -> list[tuple[str, dict]]:
+    """Compute the missing cells of one group (runs in a joblib worker or inline).
+
+    ``setting`` = (problem overrides, method overrides) of the figure point the cells belong to."""
     from threadpoolctl import threadpool_limits
 
     st = get_study(study_name)
@@ -54,8 +56,8 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
         with store.lock(gkey):
             todo = [c for c in cells if not store.has_cell(c.key)]
             if todo:
-                problem = st.problem(config, cfg, split)
-                method = st.make_method(cfg, method_name)
+                problem = st.problem(config, cfg, split, **dict(setting[0]))
+                method = st.make_method(cfg, method_name, **dict(setting[1]))
                 t0 = time.perf_counter()
                 records = method.run_group(problem, todo, Context(store=store, seed=config["seed"]))
                 per_cell = (time.perf_counter() - t0) / len(todo)
@@ -64,34 +66,42 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
     return [(c.key, store.get_cell(c.key)) for c in cells]
 
 
-def compute_cells(config: dict, study_name: str, split: str, method_name: str, cells: list[Cell],
+def compute_cells(config: dict, study_name: str, split: str, method_name: str, cells: list,
                   n_jobs: int = 1, label: str = "") -> dict[str, dict]:
-    """Results of ``cells`` (cached or computed), keyed by cell key. Progress is logged to stderr."""
+    """Results of ``cells`` (cached or computed), keyed by cell key. Progress is logged to stderr.
+
+    ``cells`` holds ``Cell`` objects (default setting) or ``(setting, Cell)`` pairs, where a setting is
+    a figure point's (problem overrides, method overrides): cells of every setting are scheduled in one
+    pool, so e.g. all training-set sizes of vdm2020 Fig. 4 run in parallel."""
     _setup_logging()
     st = get_study(study_name)
-    method = st.make_method(config["studies"][study_name], method_name)
-    unique = {c.key: c for c in cells}
+    cfg = config["studies"][study_name]
+    jobs = [c if isinstance(c, tuple) else (((), ()), c) for c in cells]
+    unique = {c.key: (setting, c) for setting, c in jobs}
     store = Store(config["cache_dir"])
     results = {k: store.get_cell(k) for k in unique}
-    missing = [c for k, c in unique.items() if results[k] is None]
+    missing = [sc for k, sc in unique.items() if results[k] is None]
     if not missing:
         log.info("%s: %d cells, all cached", label, len(unique))
         return results
     groups: dict = defaultdict(list)
-    for c in missing:
-        groups[repr(method.group_key(c))].append(c)
-    group_list = list(groups.values())
+    methods: dict = {}
+    for setting, c in missing:
+        if setting not in methods:
+            methods[setting] = st.make_method(cfg, method_name, **dict(setting[1]))
+        groups[(setting, repr(methods[setting].group_key(c)))].append(c)
+    group_list = [(key[0], g) for key, g in groups.items()]
     log.info("%s: %d cells (%d cached), %d groups to compute with %d worker(s)", label, len(unique),
              len(unique) - len(missing), len(group_list), n_jobs)
     t0 = time.perf_counter()
     done = 0
     if n_jobs <= 1 or len(group_list) == 1:
-        it = (_compute_group(config, study_name, split, method_name, g, False) for g in group_list)
+        it = (_compute_group(config, study_name, split, method_name, s, g, False) for s, g in group_list)
     else:
         from joblib import Parallel, delayed
 
         it = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(_compute_group)(config, study_name, split, method_name, g, True) for g in group_list)
+            delayed(_compute_group)(config, study_name, split, method_name, s, g, True) for s, g in group_list)
     for out in it:
         for k, rec in out:
             results[k] = rec
@@ -104,31 +114,38 @@ def compute_cells(config: dict, study_name: str, split: str, method_name: str, c
 
 
 def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jobs: int = 1) -> dict:
-    """Cross-validate the method's tuned hyper-parameter separately for each (ε, δ) of the figure."""
+    """Cross-validate the method's tuned hyper-parameter separately for each (setting, ε, δ) of the figure.
+
+    Returns {(setting, ε, δ): (chosen value, its mean validation accuracy)}. A point whose method
+    overrides fix the tuned parameter (e.g. λ on the x axis of vdm2020 Fig. 6a) and a config with
+    ``cross_validation.enabled: false`` use the fixed value (validation accuracy nan)."""
     st = get_study(study_name)
     cfg = config["studies"][study_name]
-    method = st.make_method(cfg, method_name)
-    grid = st.tuning_grid(cfg, method)
-    pts = st.points(cfg, figure_name)
-    if grid is None:
-        return {}
     cvc = cfg["cross_validation"]
-    problem = st.problem(config, cfg, "validation")
-    budgets = sorted({(p.epsilon, p.delta) for p in pts if method.supports(p.epsilon, p.delta, cvc["budget"]) is None})
-    plan = {}
-    cells = []
-    for eps, delta in budgets:
-        for value in grid:
-            cs = [method.make_cell(problem, value, eps, delta, cvc["budget"], r) for r in range(cvc["repetitions"])]
-            plan[(eps, delta, value)] = cs
-            cells.extend(cs)
-    res = compute_cells(config, study_name, "validation", method_name, cells, n_jobs,
-                        label=f"{study_name}/{figure_name}/{method_name} tuning")
-    chosen = {}
-    for eps, delta in budgets:
-        scores = [(np.mean([res[c.key]["accuracy"] for c in plan[(eps, delta, v)]]), v) for v in grid]
-        best = max(scores, key=lambda s: s[0])  # first of the best: grids are ascending
-        chosen[(eps, delta)] = (best[1], best[0])
+    plan: dict = {}
+    fixed: dict = {}
+    for p in st.points(cfg, figure_name):
+        method = st.make_method(cfg, method_name, **dict(p.method))
+        if method.tuned is None or method.supports(p.epsilon, p.delta, cvc["budget"]) is not None:
+            continue
+        key = (p.setting, p.epsilon, p.delta)
+        if method.tuned in dict(p.method):
+            fixed[key] = (dict(p.method)[method.tuned], np.nan)
+        elif not cvc.get("enabled", True):
+            fixed[key] = (st.fixed_hyperparameter(cfg, method), np.nan)
+        elif key not in plan:
+            problem = st.problem(config, cfg, "validation", **dict(p.problem))
+            plan[key] = {v: [(p.setting, method.make_cell(problem, v, p.epsilon, p.delta, cvc["budget"], r))
+                             for r in range(cvc["repetitions"])] for v in st.tuning_grid(cfg, method)}
+    chosen = dict(fixed)
+    if plan:
+        res = compute_cells(config, study_name, "validation", method_name,
+                            [sc for by_value in plan.values() for cs in by_value.values() for sc in cs], n_jobs,
+                            label=f"{study_name}/{figure_name}/{method_name} tuning")
+        for key, by_value in plan.items():
+            scores = [(np.mean([res[c.key]["accuracy"] for _, c in cs]), v) for v, cs in by_value.items()]
+            best = max(scores, key=lambda s: s[0])  # first of the best: grids are ascending
+            chosen[key] = (best[1], best[0])
     return chosen
 
 
@@ -149,26 +166,31 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     if method_name not in spec.methods:
         raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
                          f"known: {list(spec.methods)}")
-    method = st.make_method(cfg, method_name)
-    pts = [p for p in st.points(cfg, figure_name) if method.supports(p.epsilon, p.delta, p.budget) is None]
     chosen = tune(config, study_name, figure_name, method_name, n_jobs)
-    problem = st.problem(config, cfg, "test")
     reps = cfg["repetitions"]
     plan = []
-    for p in pts:
-        tuned, val_acc = chosen.get((p.epsilon, p.delta), (None, np.nan))
+    methods, problems = {}, {}
+    for p in st.points(cfg, figure_name):
+        if p.setting not in methods:
+            methods[p.setting] = st.make_method(cfg, method_name, **dict(p.method))
+            problems[p.setting] = st.problem(config, cfg, "test", **dict(p.problem))
+        method, problem = methods[p.setting], problems[p.setting]
+        if method.supports(p.epsilon, p.delta, p.budget) is not None:
+            continue
+        tuned, val_acc = chosen.get((p.setting, p.epsilon, p.delta), (None, np.nan))
         for r in range(reps):
-            plan.append((p, r, tuned, val_acc, method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r)))
+            plan.append((p, r, tuned, val_acc, method, problem,
+                         method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r)))
     t0 = time.perf_counter()
-    res = compute_cells(config, study_name, "test", method_name, [c for *_, c in plan], n_jobs,
+    res = compute_cells(config, study_name, "test", method_name, [(p.setting, c) for p, *_, c in plan], n_jobs,
                         label=f"{study_name}/{figure_name}/{method_name}")
     rows = []
-    for p, r, tuned, val_acc, cell in plan:
+    for p, r, tuned, val_acc, method, problem, cell in plan:
         rec = res[cell.key]
         rows.append({
             "study": study_name, "figure": figure_name, "series": method_name, "method": method_name,
             "method_kind": method.kind, "dataset": cfg["dataset"], "dataset_variant": rec["variant"],
-            "is_substitute": rec["variant"].startswith("substitute"), "x_name": spec.x_name, "x": p.x,
+            "is_substitute": rec["variant"].startswith("substitute"), "x_name": spec.x_name, "x": p.x, "curve": p.curve,
             "epsilon": p.epsilon, "delta": p.delta, "budget": p.budget, "rep": r,
             "n_train": problem.n_train, "n_eval": int(problem.X_eval.shape[0]), "dim": problem.dim,
             "n_classes": problem.n_classes, "tuned_param": method.tuned or "", "tuned_value": tuned,

@@ -25,9 +25,11 @@ from dpbench.data.substitute import DeformedDigits, load_substitute
 from dpbench.data.transforms import (
     add_bias_feature,
     first_classes,
+    max_row_norm,
     pca_project,
     row_norms,
     unit_ball_normalise,
+    unit_ball_rows_into,
 )
 
 __all__ = [
@@ -46,6 +48,8 @@ __all__ = [
     "fetch_file",
     "file_digest",
     "first_classes",
+    "max_row_norm",
+    "unit_ball_rows_into",
     "load_dataset",
     "load_mnist",
     "load_substitute",

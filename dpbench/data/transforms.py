@@ -103,3 +103,40 @@ def pca_project(X_train: np.ndarray, X_test: np.ndarray, D: int) -> tuple[np.nda
         return Z
 
     return unit_ball_normalise(project(Xtr), project(Xte))
+
+
+def max_row_norm(X: np.ndarray, rows: np.ndarray | None = None, chunk: int = 65536) -> float:
+    """Largest L2 norm among ``X[rows]`` (all rows if None), in float64, chunk by chunk."""
+    idx = np.arange(X.shape[0]) if rows is None else np.asarray(rows)
+    best = 0.0
+    for a in range(0, idx.shape[0], chunk):
+        block = np.asarray(X[idx[a : a + chunk]], dtype=np.float64)
+        if block.shape[0]:
+            best = max(best, float(row_norms(block).max()))
+    return best
+
+
+def unit_ball_rows_into(out: np.ndarray, X: np.ndarray, rows: np.ndarray, scale: float, bias: bool,
+                        chunk: int = 65536) -> np.ndarray:
+    """Fill ``out`` (float64, preallocated, possibly a memmap) with ``X[rows]`` divided by ``scale`` and
+    projected into the unit ball, then (``bias``) augmented to ``[x, 1]/√2`` — row for row the same numbers
+    as :func:`unit_ball_normalise` followed by :func:`add_bias_feature`, but chunked, so a large training
+    set (vdm2020 Fig. 4, N = 10⁶) never exists twice in float64."""
+    rows = np.asarray(rows)
+    width = X.shape[1] + (1 if bias else 0)
+    if out.shape != (rows.shape[0], width) or out.dtype != np.float64:
+        raise ValueError(f"out must be float64 of shape {(rows.shape[0], width)}, got {out.dtype} {out.shape}")
+    inv = 1.0 / scale if scale > 0 else 1.0
+    r2 = 1.0 / np.sqrt(2.0)
+    for a in range(0, rows.shape[0], chunk):
+        block = np.asarray(X[rows[a : a + chunk]], dtype=np.float64)
+        block *= inv
+        block = _shrink_to_unit(block)
+        if bias:
+            aug = np.empty((block.shape[0], width))
+            aug[:, :-1] = block
+            aug[:, -1] = 1.0
+            aug *= r2
+            block = _shrink_to_unit(aug)
+        out[a : a + block.shape[0]] = block
+    return out

@@ -21,6 +21,21 @@ from dpbench.store import content_key
 REP_BLOCK = 10
 
 
+def clip_norm(value: float, batch_size: int, scale: str) -> float:
+    """The clip ν of Eq. 4 (on the full per-example gradient) from a configured/tuned value.
+
+    ``per_example``: the value is ν. ``batch_mean``: the value clips the per-example gradient of the
+    batch-MEAN loss, g_n/|𝓑| — the [CODE] scale of the CV grid 5e-4…5e-1 (spec §2.3) — so ν = value·|𝓑|
+    (exact for Eq. 4: clipping g_n/|𝓑| to c is clipping g_n to c|𝓑|, and the noise σc on the mean is σc|𝓑|
+    on the sum)."""
+    if scale == "per_example":
+        return value
+    if scale == "batch_mean":
+        return value * batch_size
+    raise ValueError(f"clip_scale must be 'per_example' or 'batch_mean', got {scale!r}")
+
+
+
 @REGISTRY.register
 class DPSGD(Method):
     name = "dpsgd"
@@ -34,7 +49,8 @@ class DPSGD(Method):
 
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings
-        return {"clip": float(tuned), "batch_size": s["batch_size"], "epochs": s["epochs"],
+        return {"clip": clip_norm(float(tuned), s["batch_size"], s.get("clip_scale", "per_example")),
+                "batch_size": s["batch_size"], "epochs": s["epochs"],
                 "learning_rate": s["learning_rate"], "sampling": s["sampling"],
                 "accountant": s["accountant"], "conversion": s["conversion"]}
 

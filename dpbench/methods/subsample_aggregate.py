@@ -57,12 +57,19 @@ class SubsampleAggregate(Method):
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         p = cells[0].param
         counts = vote_counts(problem, p["n_models"], p["maxiter"], cells[0].rep, ctx)
-        out = []
-        for cell in cells:
-            beta, comp = per_query_pure_epsilon(cell.epsilon, cell.delta, cell.budget)
-            if p["beta_rule"] == "standard":
-                beta = beta / 2
-            labels = exponential_mechanism(ctx.rng(cell.key), counts.astype(float), beta)
-            out.append({"accuracy": float(np.mean(labels == problem.y_eval)), "noise_kind": "exponential",
-                        "noise_scale": beta, "composition": comp})
-        return out
+        return private_vote_accuracy(counts, problem.y_eval, cells, p["beta_rule"], ctx)
+
+
+def private_vote_accuracy(counts: np.ndarray, y_eval: np.ndarray, cells: list[Cell], beta_rule: str,
+                          ctx: Context) -> list[dict]:
+    """Each cell's accuracy when every query answers with the exponential mechanism on its vote counts
+    (β per query from (ε, δ, B) by Thm 7 / Eq. 61; halved by ``beta_rule: standard``)."""
+    out = []
+    for cell in cells:
+        beta, comp = per_query_pure_epsilon(cell.epsilon, cell.delta, cell.budget)
+        if beta_rule == "standard":
+            beta = beta / 2
+        labels = exponential_mechanism(ctx.rng(cell.key), counts.astype(float), beta)
+        out.append({"accuracy": float(np.mean(labels == y_eval)), "noise_kind": "exponential",
+                    "noise_scale": beta, "composition": comp})
+    return out

@@ -7,12 +7,24 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Point:
-    """One x position of a figure: the privacy and inference budgets of its cells."""
+    """One x position of one curve of a figure: the privacy and inference budgets of its cells, plus what
+    the x axis changes besides them — ``problem`` overrides the data (e.g. ``(("n_train", 1000),)``),
+    ``method`` overrides method settings (e.g. a fixed λ or the number of models T). Both are sorted
+    (name, value) tuples so points are hashable. ``curve`` names one of several curves of a series
+    (e.g. "ε = 0.1" in vdm2020 Fig. 6a); empty when a series has one curve."""
 
     x: float
     epsilon: float
     delta: float
     budget: int
+    problem: tuple = ()
+    method: tuple = ()
+    curve: str = ""
+
+    @property
+    def setting(self) -> tuple:
+        """What must be equal for two points to share a problem and a method instance."""
+        return (self.problem, self.method)
 
 
 @dataclass(frozen=True)
@@ -27,3 +39,4 @@ class FigureSpec:
     caption: str                     # the source's caption, paraphrased, with its fixed parameters
     xscale: str = "log"
     anchors: tuple[str, ...] = ()    # claim ids checked from this figure's results
+    substitute_note: str = ""        # why the figure itself is a substitute experiment (e.g. no CIFAR-10)

@@ -1,0 +1,124 @@
+"""The non-convex substitute of vdm2020 Fig. 7: one-hidden-layer ReLU MLPs (``dpbench.learn.mlp``).
+
+CIFAR-10 / ResNet-20 cannot run here; the figure's structure is kept: DP-SGD (Eq. 4, GLOBAL clipping of the
+full per-example gradient, Poisson sampling, RDP accountant) vs subsample-and-aggregate with T = 16 MLPs
+(no L2, exponential mechanism on the votes), and the non-private MLP as reference. The other methods need
+a convex, Lipschitz, smooth loss (assumptions 1 and 3, footnote at L202) and are not applicable.
+
+Training runs are keyed by content (problem, settings, repetition), so results do not depend on how
+repetitions are grouped or on the number of workers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpbench.learn import dpsgd_steps
+from dpbench.learn.mlp import dpsgd_mlp, fit_mlp, fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_predict_many
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
+from dpbench.methods.dpsgd import REP_BLOCK, clip_norm
+from dpbench.methods.subsample_aggregate import private_vote_accuracy
+from dpbench.privacy import calibrate_dpsgd_noise
+from dpbench.store import content_key
+
+_SGD = ("hidden", "schedule", "epochs", "batch_size", "learning_rate")
+
+
+@REGISTRY.register
+class NonPrivateMLP(Method):
+    name = "non_private_mlp"
+    label = "non-private MLP"
+    kind = "baseline"
+    depends_on = ()
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        return {k: self.settings[k] for k in _SGD}
+
+    def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        out = []
+        for cell in cells:
+            p = cell.param
+            params = fit_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"], int(p["epochs"]),
+                             p["batch_size"], p["learning_rate"], ctx.rng(cell.key), schedule=p["schedule"])
+            out.append({"accuracy": float(mlp_accuracy(params, problem.X_eval, problem.y_eval)),
+                        "noise_kind": "none", "noise_scale": 0.0})
+        return out
+
+
+def mlp_vote_counts(problem: Problem, p: dict, rep: int, ctx: Context) -> np.ndarray:
+    """Vote counts (n_eval, C) of T MLPs trained on a fresh random partition of repetition ``rep``."""
+    key = content_key({"artefact": "subsagg-mlp-votes", "problem": problem.key,
+                       "settings": {k: p[k] for k in (*_SGD, "n_models")}, "rep": rep})
+
+    def compute():
+        n, t = problem.n_train, p["n_models"]
+        per = n // t
+        if per < 1:
+            raise ValueError(f"subsample-and-aggregate needs N >= T, got N={n}, T={t}")
+        rng = ctx.rng(key)
+        perm = rng.permutation(n)[: per * t].reshape(t, per)
+        models = fit_mlp_many(problem.X_train[perm], problem.y_train[perm], problem.n_classes, p["hidden"],
+                              int(p["epochs"]), p["batch_size"], p["learning_rate"], rng, schedule=p["schedule"])
+        votes = mlp_predict_many(models, problem.X_eval)
+        counts = np.stack([np.bincount(v, minlength=problem.n_classes) for v in votes.T]).astype(np.int32)
+        return {"counts": counts}
+
+    return ctx.store.artefact(key, compute)["counts"]
+
+
+@REGISTRY.register
+class SubsampleAggregateMLP(Method):
+    name = "subsample_aggregate_mlp"
+    label = "subsample-and-aggregate (T MLPs)"
+    kind = "prediction"
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        return {**{k: self.settings[k] for k in (*_SGD, "n_models")}, "beta_rule": self.settings["beta_rule"]}
+
+    def group_key(self, cell: Cell):
+        return (cell.problem, cell.params, cell.rep)
+
+    def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        p = cells[0].param
+        counts = mlp_vote_counts(problem, p, cells[0].rep, ctx)
+        return private_vote_accuracy(counts, problem.y_eval, cells, p["beta_rule"], ctx)
+
+
+@REGISTRY.register
+class DPSGDMLP(Method):
+    name = "dpsgd_mlp"
+    label = "DP-SGD (MLP)"
+    kind = "training"
+    depends_on = ("epsilon", "delta", "rep")
+    tuned = "clip"
+
+    def supports(self, epsilon, delta, budget):
+        return None if delta > 0 else "DP-SGD does not support delta = 0 (paper L170)"
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        s = self.settings
+        return {"clip": clip_norm(float(tuned), s["batch_size"], s["clip_scale"]),
+                **{k: s[k] for k in (*_SGD, "sampling", "accountant", "conversion")}}
+
+    def group_key(self, cell: Cell):
+        return (cell.problem, cell.params, cell.epsilon, cell.delta, cell.rep // REP_BLOCK)
+
+    def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        c0 = cells[0]
+        p = c0.param
+        n = problem.n_train
+        q = min(1.0, p["batch_size"] / n)
+        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
+        cal = calibrate_dpsgd_noise(c0.epsilon, c0.delta, q, steps, accountant=p["accountant"],
+                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        # one stream per repetition, keyed by the cell: a run does not depend on which runs share the call
+        params = dpsgd_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"],
+                           noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
+                           epochs=p["epochs"], learning_rate=p["learning_rate"],
+                           rng=[ctx.rng(c.key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
+                           schedule=p["schedule"])
+        accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
+        acc_name = f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}"
+        return [{"accuracy": float(a), "noise_kind": "gaussian", "noise_scale": cal.noise_multiplier,
+                 "composition": p["accountant"], "accountant": acc_name, "epsilon_achieved": cal.epsilon,
+                 "sampling": p["sampling"]} for a in accs]

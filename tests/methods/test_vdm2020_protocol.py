@@ -1,0 +1,142 @@
+"""vdm2020 protocol: figure points, cross-validation switch, clip scale, shared fits, large-N preparation."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from dpbench.config import ConfigError, validate_config
+from dpbench.data import add_bias_feature, unit_ball_normalise, unit_ball_rows_into
+from dpbench.runner import run_series
+from dpbench.studies import vdm2020
+
+
+def test_points_carry_problem_and_method_overrides(tiny_config):
+    cfg = tiny_config["studies"]["vdm2020"]
+    p4 = vdm2020.points(cfg, "fig4")
+    assert [p.problem for p in p4] == [(("n_train", 200),), (("n_train", 640),)] and p4[0].method == ()
+    p6a = vdm2020.points(cfg, "fig6a")
+    assert p6a[0].method == (("l2", 1e-3),) and p6a[0].curve == "ε = 1" and p6a[0].epsilon == 1.0
+    p6b = vdm2020.points(cfg, "fig6b")
+    assert vdm2020.make_method(cfg, "subsample_aggregate", **dict(p6b[1].method)).settings["n_models"] == 16
+    p3 = vdm2020.points(cfg, "fig3")
+    assert [p.delta for p in p3] == [1e-5, 1e-1] and all(p.epsilon == 1.0 and p.budget == 100 for p in p3)
+
+
+def test_problem_overrides(tiny_config):
+    cfg = tiny_config["studies"]["vdm2020"]
+    small = vdm2020.problem(tiny_config, cfg, "test", n_train=200)
+    assert small.n_train == 200
+    full = vdm2020.problem(tiny_config, cfg, "test")
+    np.testing.assert_array_equal(small.y_train, full.y_train[:200])  # the first N examples
+    two = vdm2020.problem(tiny_config, cfg, "test", n_classes=2)
+    assert two.n_classes == 2 and set(np.unique(two.y_train)) == {0, 1} and set(np.unique(two.y_eval)) <= {0, 1}
+    pca = vdm2020.problem(tiny_config, cfg, "validation", pca_dim=5)
+    assert pca.dim == 6 and np.linalg.norm(pca.X_train, axis=1).max() <= 1 + 1e-12
+    assert np.linalg.norm(pca.X_eval, axis=1).max() <= 1 + 1e-12
+    assert len({small.key, full.key, two.key, pca.key}) == 4
+
+
+def test_chunked_normalisation_equals_the_transforms_bitwise():
+    rng = np.random.default_rng(3)
+    X = rng.random((300, 7)).astype(np.float32) * 3
+    rows = rng.permutation(300)[:250]
+    tr, te = unit_ball_normalise(np.asarray(X[rows], np.float64), np.asarray(X[:40], np.float64))
+    scale = float(np.linalg.norm(np.asarray(X[rows], np.float64), axis=1).max())
+    out = unit_ball_rows_into(np.empty((250, 8)), X, rows, scale, bias=True, chunk=64)
+    np.testing.assert_array_equal(out, add_bias_feature(tr))
+    out_te = unit_ball_rows_into(np.empty((40, 8)), X, np.arange(40), scale, bias=True, chunk=7)
+    np.testing.assert_array_equal(out_te, add_bias_feature(te))
+
+
+def test_large_problems_are_memory_mapped_with_identical_content(tiny_config, monkeypatch):
+    cfg = tiny_config["studies"]["vdm2020"]
+    vdm2020._problem.cache_clear()
+    in_memory = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)
+    monkeypatch.setattr(vdm2020, "MMAP_BYTES", 1000)  # everything counts as large now
+    vdm2020._problem.cache_clear()
+    mapped = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)
+    assert isinstance(mapped.X_train, np.memmap) and not mapped.X_train.flags.writeable
+    assert mapped.key == in_memory.key and mapped.variant == in_memory.variant
+    np.testing.assert_array_equal(np.asarray(mapped.X_train), in_memory.X_train)
+    np.testing.assert_array_equal(mapped.y_eval, in_memory.y_eval)
+    vdm2020._problem.cache_clear()
+    again = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)  # reopened from the cache
+    assert isinstance(again.X_train, np.memmap)
+    vdm2020._problem.cache_clear()
+
+
+def count_calls(monkeypatch, module, name):
+    calls = []
+    orig = getattr(module, name)
+
+    def wrapped(*a, **k):
+        calls.append(1)
+        return orig(*a, **k)
+
+    monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+def test_cells_sharing_a_trained_model_never_retrain_it(tiny_config, monkeypatch):
+    import dpbench.methods.non_private as npm
+    import dpbench.methods.subsample_aggregate as sam
+
+    fits = count_calls(monkeypatch, npm, "fit_softmax")
+    ensembles = count_calls(monkeypatch, sam, "fit_softmax_many")
+    cfg = tiny_config["studies"]["vdm2020"]
+    n_lambda = len(cfg["cross_validation"]["lambda_grid"])
+    for fig in ("fig1a", "fig2a", "fig1b", "fig2b"):
+        for s in ("model_sensitivity", "prediction_sensitivity", "non_private"):
+            run_series(tiny_config, "vdm2020", fig, s)
+    # one fit per lambda on the validation split, at most one per lambda on the test split: every
+    # (method, eps, delta, B, rep) cell and all four figures reuse them
+    assert len(fits) <= 2 * n_lambda
+    for fig in ("fig1a", "fig2a", "fig1b", "fig2b"):
+        run_series(tiny_config, "vdm2020", fig, "subsample_aggregate")
+    assert len(ensembles) == cfg["repetitions"]  # one ensemble per repetition serves every eps, delta and B
+
+
+def test_cross_validation_switch_uses_the_fixed_values(tiny_config):
+    cfg = copy.deepcopy(tiny_config)
+    cfg["studies"]["vdm2020"]["cross_validation"]["enabled"] = False
+    cfg["studies"]["vdm2020"]["cross_validation"]["fixed"] = {"l2": 0.02, "clip": 0.5}
+    df = run_series(cfg, "vdm2020", "fig1a", "model_sensitivity")
+    assert (df["tuned_value"] == 0.02).all() and df["validation_accuracy"].isna().all()
+    assert "DISABLED" in " ".join(vdm2020.deviations(cfg["studies"]["vdm2020"], "fig1a"))
+    tuned = run_series(tiny_config, "vdm2020", "fig1a", "model_sensitivity")
+    assert tuned["validation_accuracy"].notna().all()
+    assert set(tuned["tuned_value"]) <= set(tiny_config["studies"]["vdm2020"]["cross_validation"]["lambda_grid"])
+
+
+def test_fixed_lambda_on_the_x_axis_is_not_tuned(tiny_config):
+    df = run_series(tiny_config, "vdm2020", "fig6a", "loss_perturbation")
+    assert list(df.groupby("x")["tuned_value"].first()) == [1e-3, 1e-1]
+    assert df["validation_accuracy"].isna().all() and set(df["curve"]) == {"ε = 1"}
+
+
+def test_batch_mean_clip_scale_multiplies_by_the_batch():
+    from dpbench.methods.dpsgd import clip_norm
+
+    assert clip_norm(0.01, 256, "batch_mean") == pytest.approx(2.56)
+    assert clip_norm(0.01, 256, "per_example") == 0.01
+    with pytest.raises(ValueError, match="clip_scale"):
+        clip_norm(0.01, 256, "other")
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: (s.update(subsagg_models=64), s["figures"]["fig4"].update(n_trains=[640, 50])),
+     "studies.vdm2020.figures.fig4.n_trains[1]"),
+    (lambda s: s["figures"]["fig5a"].update(dims=[10, 900]), "studies.vdm2020.figures.fig5a.dims[1]"),
+    (lambda s: s["figures"]["fig6b"].update(n_models=[8, 8]), "studies.vdm2020.figures.fig6b.n_models"),
+    (lambda s: s["figures"]["fig6b"].update(n_models=[8, 5000]), "studies.vdm2020.figures.fig6b.n_models[1]"),
+    (lambda s: s["cross_validation"].update(enabled=False, fixed={"l2": 1e-3}), "studies.vdm2020.cross_validation.fixed.clip"),
+    (lambda s: s["figures"]["fig3"].update(deltas=[0.0]), "studies.vdm2020.figures.fig3.deltas[0]"),
+    (lambda s: s["mlp"].update(schedule="cosine"), "studies.vdm2020.mlp.schedule"),
+])
+def test_bad_new_figure_configs_name_the_key(tiny_config, edit, key):
+    cfg = copy.deepcopy(tiny_config)
+    edit(cfg["studies"]["vdm2020"])
+    with pytest.raises(ConfigError) as e:
+        validate_config(cfg)
+    assert key in str(e.value)
