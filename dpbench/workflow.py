@@ -89,7 +89,8 @@ def prepare_dataset(config: dict, study: str, out: str) -> dict:
         atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
         return manifest
     problem = st.problem(config, config["studies"][study], "test")
-    manifest = {"study": study, "dataset_variant": problem.variant,
+    extra = st.prepare_more(config) if hasattr(st, "prepare_more") else {}
+    manifest = {**extra, "study": study, "dataset_variant": problem.variant,
                 "is_substitute": problem.variant.startswith("substitute"), "n_train": problem.n_train,
                 "n_test": int(problem.X_eval.shape[0]), "dim": problem.dim, "n_classes": problem.n_classes}
     atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())

@@ -308,6 +308,21 @@ def _ensure_split(gen: DeformedDigits, folder: Path, split: str, n: int, n_jobs:
     log.info("generated %d %s examples in %.1f s", n - have, split, time.perf_counter() - t0)
 
 
+def ensure_substitute(cache_dir: str | os.PathLike, n_train: int, n_test: int, seed: int = 0, *,
+                      n_jobs: int = 1) -> Path:
+    """Make the cache hold at least ``n_train`` / ``n_test`` examples (generating only missing rows) without
+    loading them; returns the cache folder."""
+    folder = substitute_cache_dir(cache_dir, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = folder / "params.json"
+    if not meta.is_file():
+        meta.write_text(json.dumps(substitute_params(seed), indent=1, sort_keys=True))
+    gen = DeformedDigits(seed)
+    for split, n in (("train", int(n_train)), ("test", int(n_test))):
+        _ensure_split(gen, folder, split, n, n_jobs)
+    return folder
+
+
 def load_substitute(
     cache_dir: str | os.PathLike,
     n_train: int = 60_000,

@@ -229,7 +229,7 @@ def fixed_hyperparameter(cfg: dict, method) -> float:
 # data
 
 
-MMAP_BYTES = 1 << 29  # prepared training sets above 512 MiB are written once to the cache and memory-mapped
+MMAP_BYTES = 1 << 29  # after preparing a training set above 512 MiB, drop its float32 source from memory
 
 
 def _select_rows(y: np.ndarray, n_classes: int | None, seed: int, split: str, validation_fraction: float):
@@ -260,7 +260,7 @@ def _load_prepared(folder: Path):
     return meta, arrays
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=16)  # cheap: training sets are memory-mapped
 def _problem(data_json: str, split: str, validation_fraction: float, bias: str, n_classes: int | None,
              pca_dim: int | None, results_cache: str) -> Problem:
     from dpbench.data import add_bias_feature, load_dataset, max_row_norm, pca_project, unit_ball_normalise
@@ -278,9 +278,8 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
         transform["pca_dim"] = pca_dim
     where = {k: d[k] for k in ("source", "substitute_seed")}
     folder = _prepared_path(results_cache, content_key({"prepared": [content, where, transform]}))
-    if folder.is_dir() and (got := _load_prepared(folder)) is not None:  # a large problem prepared before
+    if folder.is_dir() and (got := _load_prepared(folder)) is not None:  # prepared before (any process)
         meta, a = got
-        log.info("memory-mapped prepared problem %s (%d x %d)", folder.name[:12], *a["X_train"].shape)
         return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], **a)
 
     ds = load_dataset(d["dataset"], cache_dir=d["cache_dir"], mirror=d["mirror"], source=d["source"],
@@ -302,35 +301,30 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     key = content_key({"data": content, "variant": ds.variant, **transform})
 
     with_bias = bias == "augment"
-    if pca_dim is not None:  # Fig. 5a: PCA of the unit-ball-normalised features, re-normalised (erratum 12)
-        Xtr, Xev = unit_ball_normalise(np.asarray(ds.X_train[train_rows], np.float64),
-                                       np.asarray(X_eval_src[eval_rows], np.float64))
-        X_train, X_eval = pca_project(Xtr, Xev, pca_dim)
-        del Xtr, Xev
-        if with_bias:
-            X_train, X_eval = add_bias_feature(X_train), add_bias_feature(X_eval)
-        return Problem(key=key, variant=ds.variant, X_train=np.ascontiguousarray(X_train), y_train=y_train,
-                       X_eval=np.ascontiguousarray(X_eval), y_eval=y_eval, n_classes=n_cls)
-
-    scale = max_row_norm(ds.X_train, train_rows)
-    width = ds.X_train.shape[1] + (1 if with_bias else 0)
-    X_eval = unit_ball_rows_into(np.empty((len(eval_rows), width)), X_eval_src, eval_rows, scale, with_bias)
-    if len(train_rows) * width * 8 <= MMAP_BYTES:
-        X_train = unit_ball_rows_into(np.empty((len(train_rows), width)), ds.X_train, train_rows, scale, with_bias)
-        return Problem(key=key, variant=ds.variant, X_train=X_train, y_train=y_train, X_eval=X_eval,
-                       y_eval=y_eval, n_classes=n_cls)
-    # large: fill a memory-mapped .npy chunk by chunk (one float64 copy, on disk, shared by every worker)
     import shutil
     import tempfile
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
-        mm = np.lib.format.open_memmap(tmp / "X_train.npy", mode="w+", dtype=np.float64,
-                                       shape=(len(train_rows), width))
-        unit_ball_rows_into(mm, ds.X_train, train_rows, scale, with_bias)
-        mm.flush()
-        del mm
+        if pca_dim is not None:  # Fig. 5a: PCA of the unit-ball-normalised features, re-normalised (erratum 12)
+            Xtr, Xev = unit_ball_normalise(np.asarray(ds.X_train[train_rows], np.float64),
+                                           np.asarray(X_eval_src[eval_rows], np.float64))
+            X_train, X_eval = pca_project(Xtr, Xev, pca_dim)
+            del Xtr, Xev
+            if with_bias:
+                X_train, X_eval = add_bias_feature(X_train), add_bias_feature(X_eval)
+            np.save(tmp / "X_train.npy", X_train)
+            del X_train
+        else:  # chunk by chunk into a memory-mapped .npy: one float64 copy, on disk, shared by every worker
+            scale = max_row_norm(ds.X_train, train_rows)
+            width = ds.X_train.shape[1] + (1 if with_bias else 0)
+            X_eval = unit_ball_rows_into(np.empty((len(eval_rows), width)), X_eval_src, eval_rows, scale, with_bias)
+            mm = np.lib.format.open_memmap(tmp / "X_train.npy", mode="w+", dtype=np.float64,
+                                           shape=(len(train_rows), width))
+            unit_ball_rows_into(mm, ds.X_train, train_rows, scale, with_bias)
+            mm.flush()
+            del mm
         for name, arr in (("y_train", y_train), ("X_eval", X_eval), ("y_eval", y_eval)):
             np.save(tmp / f"{name}.npy", arr)
         atomic_write_bytes(tmp / "meta.json", json.dumps({"key": key, "variant": ds.variant,
@@ -342,9 +336,14 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    large = len(train_rows) * ds.X_train.shape[1] * 8 > MMAP_BYTES
     del ds
+    if large:
+        from dpbench.data.registry import clear_cache
+
+        clear_cache()  # do not keep the float32 source of a large training set alive next to its memmap
     meta, a = _load_prepared(folder)
-    log.info("prepared problem %s (%d x %d) memory-mapped from %s", key[:12], *a["X_train"].shape, folder)
+    log.info("prepared problem %s (%d x %d), memory-mapped from %s", key[:12], *a["X_train"].shape, folder)
     return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], **a)
 
 
@@ -359,15 +358,30 @@ def resolved_source(config: dict) -> str:
     return source
 
 
+def prepare_more(config: dict) -> dict:
+    """Generate the MNIST-1M examples Fig. 4 needs once, in the dataset job (in parallel chunks), so the
+    series jobs that run concurrently only read the cache."""
+    from dpbench.data.substitute import ensure_substitute
+
+    cfg = config["studies"][STUDY]
+    fig4 = cfg.get("figures", {}).get("fig4")
+    if not fig4:
+        return {}
+    n = max(fig4["n_trains"])
+    ensure_substitute(config["data"]["cache_dir"], n_train=n, n_test=cfg.get("n_test") or 10_000,
+                    seed=config["data"].get("substitute_seed", 0), n_jobs=min(4, os.cpu_count() or 1))
+    return {"mnist1m_n_train": n, "mnist1m_variant": "substitute:deformed-digits-28x28"}
+
+
 def problem(config: dict, cfg: dict, split: str, n_train: int | None = None, n_classes: int | None = None,
             pca_dim: int | None = None) -> Problem:
     """The prepared problem of ``split`` ("test" or "validation"); the keyword overrides are the x axes of
-    Figs. 4 (first ``n_train`` examples), 5b (first ``n_classes`` digits) and 5a (PCA to ``pca_dim``)."""
+    Figs. 4 (first ``n_train`` examples of MNIST-1M), 5b (first ``n_classes`` digits) and 5a (PCA to
+    ``pca_dim``). Fig. 4 always uses the InfiMNIST-style generator (real MNIST has 60,000 training digits;
+    one figure never mixes data variants)."""
     data = config["data"]
-    source = resolved_source(config)
+    source = resolved_source(config) if n_train is None else "substitute"
     n = cfg.get("n_train") if n_train is None else int(n_train)
-    if n is not None and n > 60_000:
-        source = "substitute"  # MNIST-1M: InfiMNIST-style deformations (Fig. 4), real MNIST has 60,000
     d = {"dataset": cfg["dataset"], "cache_dir": data["cache_dir"], "mirror": data.get("mirror"),
          "source": source, "substitute_seed": data.get("substitute_seed", 0),
          "n_train": n, "n_test": cfg.get("n_test"), "seed": config["seed"]}

@@ -49,20 +49,23 @@ def test_chunked_normalisation_equals_the_transforms_bitwise():
     np.testing.assert_array_equal(out_te, add_bias_feature(te))
 
 
-def test_large_problems_are_memory_mapped_with_identical_content(tiny_config, monkeypatch):
+def test_prepared_problems_are_memory_mapped_and_equal_the_transforms(tiny_config):
+    from dpbench.data import load_dataset
+
     cfg = tiny_config["studies"]["vdm2020"]
     vdm2020._problem.cache_clear()
-    in_memory = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)
-    monkeypatch.setattr(vdm2020, "MMAP_BYTES", 1000)  # everything counts as large now
+    p = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)
+    assert isinstance(p.X_train, np.memmap) and not p.X_train.flags.writeable
+    d = tiny_config["data"]
+    ds = load_dataset("mnist", cache_dir=d["cache_dir"], source="substitute", n_train=600, n_test=cfg["n_test"])
+    tr, val = vdm2020._select_rows(np.asarray(ds.y_train), None, tiny_config["seed"], "validation", 0.1)
+    X_tr, X_ev = unit_ball_normalise(np.asarray(ds.X_train[tr], np.float64), np.asarray(ds.X_train[val], np.float64))
+    np.testing.assert_array_equal(np.asarray(p.X_train), add_bias_feature(X_tr))
+    np.testing.assert_array_equal(p.X_eval, add_bias_feature(X_ev))
+    np.testing.assert_array_equal(p.y_eval, ds.y_train[val])
     vdm2020._problem.cache_clear()
-    mapped = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)
-    assert isinstance(mapped.X_train, np.memmap) and not mapped.X_train.flags.writeable
-    assert mapped.key == in_memory.key and mapped.variant == in_memory.variant
-    np.testing.assert_array_equal(np.asarray(mapped.X_train), in_memory.X_train)
-    np.testing.assert_array_equal(mapped.y_eval, in_memory.y_eval)
-    vdm2020._problem.cache_clear()
-    again = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)  # reopened from the cache
-    assert isinstance(again.X_train, np.memmap)
+    again = vdm2020.problem(tiny_config, cfg, "validation", n_train=600)  # reopened from the cache folder
+    assert isinstance(again.X_train, np.memmap) and again.key == p.key
     vdm2020._problem.cache_clear()
 
 
