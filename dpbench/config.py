@@ -57,6 +57,9 @@ def validate_config(config: dict) -> dict:
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
     if errors:
         err = errors[0]
+        while err.validator in ("anyOf", "oneOf") and err.context:  # e.g. "null (disabled) or a figure spec":
+            nested = [e for e in err.context if e.validator != "type" or e.validator_value != "null"]
+            err = min(nested or err.context, key=lambda e: -len(list(e.absolute_path)))  # the deepest cause
         msg = err.message
         if err.validator == "additionalProperties":
             msg = f"unknown key ({msg})"

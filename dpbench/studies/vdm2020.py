@@ -114,6 +114,8 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
         raise ConfigError(f"invalid config: {prefix}.subsagg_models: T={t} exceeds n_train={n_train} "
                           "(each of the T models needs at least one example)")
     for name, fig in cfg.get("figures", {}).items():
+        if fig is None:  # disabled
+            continue
         key = X_AXES[figure(name).x_name][0]
         values = fig.get(key) or []
         if len(set(values)) != len(values):
@@ -148,7 +150,8 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
 
 
 def figure_names(cfg: dict) -> list[str]:
-    return [f for f in FIGURES if f in cfg.get("figures", {})]
+    """Figures enabled in the config (a figure set to null is disabled)."""
+    return [f for f in FIGURES if cfg.get("figures", {}).get(f) is not None]
 
 
 def figure(name: str) -> FigureSpec:

@@ -50,19 +50,30 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     assert "rule anchors" not in out and "fig1a" not in out
 
 
+# a sample of the kinds of x axis (inference budget, data size, a method setting, the MLP substitute)
+RUN_FIGURES = {"fig2a": {}, "fig4": {"methods": ["subsample_aggregate", "non_private"]}, "fig6a": {},
+               "fig7b": {"methods": ["subsample_aggregate_mlp", "non_private_mlp"]}}
+
+
 def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
-    config = write_config(tmp_path, data_dir)
+    figs = {f: ({**v, **RUN_FIGURES[f]} if f in RUN_FIGURES else None)
+            for f, v in TINY["studies"]["vdm2020"]["figures"].items()}
+    config = write_config(tmp_path, data_dir, figures=figs)
     snakemake(tmp_path, config, "--cores", "2")
-    for fig in ("fig1a", "fig1b", "fig2a", "fig2b"):
+    assert not (tmp_path / "figures" / "vdm2020" / "fig3.png").exists()  # disabled figures are not run
+    for fig in RUN_FIGURES:
         png = tmp_path / "figures" / "vdm2020" / f"{fig}.png"
         assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
         assert "SUBSTITUTE DATA" in (tmp_path / "figures" / "vdm2020" / f"{fig}.txt").read_text()
     assert (tmp_path / "results" / "vdm2020" / "anchors.parquet").exists()
+    anchors = (tmp_path / "figures" / "vdm2020" / "anchors.html").read_text()
+    assert "claim3b" in anchors and "claim9a" in anchors and "Table (spec §1.3)" in anchors
+    assert "SUBSTITUTE EXPERIMENT" in (tmp_path / "figures" / "vdm2020" / "fig7b.txt").read_text()
     second = snakemake(tmp_path, config, "--cores", "2", "-n")
     assert "Nothing to be done" in second.stdout + second.stderr
     snakemake(tmp_path, config, "--report", "report.html")
     html = (tmp_path / "report.html").read_text(errors="replace")
-    assert "fig2b.png" in html and "anchors.html" in html
+    assert "fig2a.png" in html and "anchors.html" in html
 
 
 def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_dir):
