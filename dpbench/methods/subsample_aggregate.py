@@ -20,6 +20,9 @@ from dpbench.privacy import exponential_mechanism, per_query_pure_epsilon
 from dpbench.store import content_key
 
 
+MODEL_BLOCK_BYTES = 1 << 28  # gather at most ~256 MiB of member training parts at a time
+
+
 def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Context) -> np.ndarray:
     key = content_key({"artefact": "subsagg-votes", "problem": problem.key, "T": n_models,
                        "maxiter": maxiter, "rep": rep})
@@ -30,10 +33,18 @@ def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Co
         if per < 1:
             raise ValueError(f"subsample-and-aggregate needs N >= T, got N={n}, T={n_models}")
         perm = ctx.rng(key).permutation(n)[: per * n_models].reshape(n_models, per)
-        thetas = fit_softmax_many(problem.X_train[perm], problem.y_train[perm], problem.n_classes,
-                                  l2=0.0, maxiter=maxiter)
-        votes = predict_many(thetas, problem.X_eval)  # (T, n_eval) labels, one wide GEMM per chunk
-        counts = np.stack([np.bincount(v, minlength=problem.n_classes) for v in votes.T]).astype(np.int32)
+        counts = np.zeros((problem.X_eval.shape[0], problem.n_classes), dtype=np.int32)
+        # members are fitted independently ("separate" L-BFGS runs), so fitting them in blocks gives the same
+        # models while only one block's parts are ever gathered: at N = 10⁶ the T parts together would be a
+        # second float64 copy of the training set
+        block = max(1, MODEL_BLOCK_BYTES // max(1, per * problem.dim * 8))
+        for a in range(0, n_models, block):
+            rows = perm[a : a + block]
+            thetas = fit_softmax_many(problem.X_train[rows], problem.y_train[rows], problem.n_classes,
+                                      l2=0.0, maxiter=maxiter)
+            votes = predict_many(thetas, problem.X_eval)  # (block, n_eval) labels
+            for v in votes:
+                counts[np.arange(len(v)), v] += 1
         return {"counts": counts}
 
     return ctx.store.artefact(key, compute)["counts"]

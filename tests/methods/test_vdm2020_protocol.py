@@ -143,3 +143,21 @@ def test_bad_new_figure_configs_name_the_key(tiny_config, edit, key):
     with pytest.raises(ConfigError) as e:
         validate_config(cfg)
     assert key in str(e.value)
+
+
+def test_subsagg_members_fitted_in_blocks_give_the_same_votes(tmp_path, monkeypatch):
+    import dpbench.methods.subsample_aggregate as sa
+    from dpbench.methods.base import Context, Problem
+    from dpbench.store import Store
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((900, 20))
+    X /= np.linalg.norm(X, axis=1, keepdims=True) * 1.01
+    y = rng.integers(0, 3, 900)
+    p = Problem("k", "v", X, y, X[:100], y[:100], 3)
+    out = []
+    for i, block_bytes in enumerate((1 << 40, 3 * 90 * 20 * 8)):  # all 10 members at once vs blocks of 3
+        monkeypatch.setattr(sa, "MODEL_BLOCK_BYTES", block_bytes)
+        out.append(sa.vote_counts(p, 10, 50, 0, Context(Store(tmp_path / str(i)), 1)))
+    np.testing.assert_array_equal(out[0], out[1])
+    assert (out[0].sum(axis=1) == 10).all()
