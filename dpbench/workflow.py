@@ -47,6 +47,17 @@ def series_signature(config: dict, study: str, figure: str, series: str) -> str:
                        "method_code": series_code_hash(study, series)}, sort_keys=True)
 
 
+def series_threads(config: dict, study: str, figure: str, series: str) -> int:
+    """Threads (joblib workers) of a series job: ``n_jobs`` (default 8; Snakemake caps it at --cores). A study may
+    ask for fewer where a series does not parallelise (``series_threads`` hook), so Snakemake runs several
+    such jobs side by side."""
+    n = int(config.get("n_jobs") or 8)
+    st = STUDIES[study]
+    if hasattr(st, "series_threads"):
+        return max(1, min(n, int(st.series_threads(config["studies"][study], figure, series))))
+    return n
+
+
 def series_code_hash(study: str, series: str) -> str:
     """Hash of the code that computes a series (a study may define ``series_code_hash``; default: the
     registered method's module)."""
@@ -63,6 +74,7 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
     st = STUDIES[study]
     spec = st.figure(figure)
     lines = [spec.caption,
+             getattr(st, "DATA_NOTE", None) or
              "Data: the variant actually used is printed on the figure (a red SUBSTITUTE DATA label when real "
              "MNIST could not be obtained), recorded in every result row and listed in the anchor-check table."]
     lines += [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
@@ -71,6 +83,8 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
 
 
 def dataset_signature(config: dict, study: str) -> str:
+    if hasattr(STUDIES[study], "dataset_signature"):  # a study with its own data (e.g. simulated chains)
+        return STUDIES[study].dataset_signature(config)
     cfg = config["studies"][study]
     keys = ("dataset", "n_train", "n_test", "bias")
     return json.dumps({"data": config["data"], **{k: cfg.get(k) for k in keys}}, sort_keys=True)

@@ -35,7 +35,19 @@ TINY = {
                 "fig7a": {"epsilons": [1.0]},
                 "fig7b": {"budgets": [1, 100]},
             },
-        }
+        },
+        "song2018": {
+            "activity": {"persons": [3, 2, 3], "observations": [400, 600]},
+            "electricity": {"length": 3000},
+            "figures": {
+                "fig7_4": {"chain_length": 20, "alphas": [0.2, 0.45], "epsilons": [1.0], "trials": 20,
+                           "theta_grid_step": 0.3},
+                "table7_1": {"trials": 2},
+                "table7_2": {"repeats": 1, "chain_length": 20, "theta_grid_step": 0.4},
+                "table7_3": {"epsilons": [1.0], "trials": 2},
+                "fig7_5": {"trials": 2},
+            },
+        },
     }
 }
 

@@ -42,9 +42,9 @@ ACTIVITY_LABELS = {"cyclist": "cyclist", "older_woman": "older woman", "overweig
 # per-epoch (12 s) probability of leaving each state (mean bout = 12 s / leave); ``segments``: mean number of
 # independent chains per person (gaps > 10 min), which sets the longest chain M of GroupDP.
 ACTIVITY_PARAMS = {
-    "cyclist": dict(pi=(0.30, 0.16, 0.20, 0.34), leave=(0.10, 0.35, 0.25, 0.06), segments=6.0),
-    "older_woman": dict(pi=(0.13, 0.22, 0.25, 0.40), leave=(0.12, 0.35, 0.25, 0.06), segments=8.0),
-    "overweight_woman": dict(pi=(0.07, 0.15, 0.17, 0.61), leave=(0.12, 0.35, 0.25, 0.05), segments=12.0),
+    "cyclist": dict(pi=(0.30, 0.16, 0.20, 0.34), leave=(0.025, 0.09, 0.06, 0.015), segments=9.0),
+    "older_woman": dict(pi=(0.13, 0.22, 0.25, 0.40), leave=(0.06, 0.18, 0.12, 0.03), segments=11.0),
+    "overweight_woman": dict(pi=(0.07, 0.15, 0.17, 0.61), leave=(0.08, 0.22, 0.16, 0.03), segments=18.0),
 }
 
 ELECTRICITY_STATES = 51      # 200 W bins: [0, 200), [200, 400), ..., [10000, 10200) W (thesis L2062)
@@ -162,10 +162,9 @@ def require_ergodic(P, name: str) -> None:
     k = P.shape[0]
     if not np.allclose(P.sum(axis=1), 1.0):
         raise ValueError(f"{name}: some state is never left in the data; the empirical chain is not ergodic")
-    R = (P > 0).astype(float)
-    reach = np.eye(k)
-    for _ in range(int(np.ceil(np.log2(k))) + 1):
-        reach = ((reach + reach @ R) > 0).astype(float)
+    reach = ((np.eye(k) + P) > 0).astype(float)
+    for _ in range(int(np.ceil(np.log2(max(k, 2))))):   # path lengths double every step
+        reach = ((reach + reach @ reach) > 0).astype(float)
     if not (reach > 0).all():
         raise ValueError(f"{name}: the empirical transition matrix is not irreducible")
     if not (np.diag(P) > 0).any():
@@ -216,7 +215,7 @@ def simulate_activity(seed: int, persons=(40, 16, 36), observations=(9000, 10000
 
     Each person gets a transition matrix around the group's (:data:`ACTIVITY_PARAMS`: long-run shares
     Dirichlet(200·π), leave rates × e^{N(0, 0.15²)}), a number of observations uniform in ``observations``,
-    split into 1 + Poisson(segments − 1) independent chains with Dirichlet(2) shares (gaps), each started
+    split into max(3, Poisson(segments)) independent chains with Dirichlet(2) shares (gaps), each started
     from the person's stationary distribution. Returns {group: ChainData} with ``owner`` = person index.
     """
     lo, hi = int(observations[0]), int(observations[1])
@@ -232,11 +231,8 @@ def simulate_activity(seed: int, persons=(40, 16, 36), observations=(9000, 10000
             r = np.clip(np.asarray(prm["leave"]) * np.exp(rng.normal(0, 0.15, 4)), 1e-3, 0.9)
             P = _jump_chain(pi, r)
             n_obs = int(rng.integers(lo, hi + 1))
-            n_seg = int(min(n_obs, 1 + rng.poisson(prm["segments"] - 1)))
-            share = rng.dirichlet(np.full(n_seg, 2.0))
-            seg = np.maximum(1, np.floor(share * n_obs).astype(int))
-            seg[-1] += n_obs - seg.sum()
-            seg = seg[seg > 0]
+            n_seg = int(min(n_obs, max(3, rng.poisson(prm["segments"]))))
+            seg = 1 + rng.multinomial(n_obs - n_seg, rng.dirichlet(np.full(n_seg, 2.0)))
             Ps.append(P)
             lengths.extend(seg.tolist())
             owner.extend([p] * seg.size)

@@ -31,6 +31,7 @@ chain δ_d = |λ*|^d ≤ e^{−g_rev·d} with g_rev = 1 − |λ*| and λ* the se
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -146,6 +147,13 @@ def _max_log_ratio(num, den, axis):
     return d.max(axis=axis)
 
 
+def _max_diff(lnum, lden, axis):
+    """max over ``axis`` of lnum − lden for log-probabilities; −inf − (−inf) (a 0/0 ratio) is ignored."""
+    with np.errstate(invalid="ignore"):
+        r = np.fmax.reduce(lnum - lden, axis=axis)
+    return np.where(np.isnan(r), -np.inf, r)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Wasserstein mechanism (Alg. 6)
 # ---------------------------------------------------------------------------------------------------------
@@ -258,9 +266,9 @@ def chain_influence_terms(P, n: int):
     fwd = np.empty((n + 1, k, k))
     step = max(1, _CHUNK // max(1, k ** 3))
     for lo in range(0, n + 1, step):
-        W = Pw[lo:lo + step]
-        back[lo:lo + step] = _max_log_ratio(W[:, :, :, None], W[:, :, None, :], axis=1)
-        fwd[lo:lo + step] = _max_log_ratio(W[:, :, None, :], W[:, None, :, :], axis=3)
+        W = _log(Pw[lo:lo + step])
+        back[lo:lo + step] = _max_diff(W[:, :, :, None], W[:, :, None, :], axis=1)
+        fwd[lo:lo + step] = _max_diff(W[:, :, None, :], W[:, None, :, :], axis=3)
     return back, fwd, Pw
 
 
@@ -320,8 +328,12 @@ def _maxplus(A, B):
     m = B.shape[0]
     out = np.full((n, m), -np.inf)
     step = max(1, _CHUNK // max(1, m * K))
+    plain = not (np.isneginf(A).any() or np.isneginf(B).any())   # then no ∞ − ∞ can occur
     for lo in range(0, n, step):
-        out[lo:lo + step] = _add(A[lo:lo + step, None, :], B[None, :, :]).max(axis=2)
+        if plain:
+            out[lo:lo + step] = (A[lo:lo + step, None, :] + B[None, :, :]).max(axis=2)
+        else:
+            out[lo:lo + step] = _add(A[lo:lo + step, None, :], B[None, :, :]).max(axis=2)
     return out
 
 
@@ -351,9 +363,10 @@ def _maxplus_pruned(G, F, sample: int = 24, blocks: int = 32):
     Fb = np.stack([F[:, q].max(axis=1) for q in parts], axis=1)
     ra, rb = np.nonzero(low < _maxplus(Gb, Fb))
     step = max(1, _CHUNK // K)
+    plain = not (np.isneginf(G).any() or np.isneginf(F).any())
     for lo in range(0, ra.size, step):
         a, b = ra[lo:lo + step], rb[lo:lo + step]
-        low[a, b] = _add(G[a], F[b]).max(axis=1)
+        low[a, b] = (G[a] + F[b]).max(axis=1) if plain else _add(G[a], F[b]).max(axis=1)
     return low
 
 
@@ -380,10 +393,11 @@ def _exact_one_theta(P, T: int, q, eps_list, ell: int) -> dict:
     A = min(T - 1, ell)                                # a, b ∈ 1..A (card = a + b − 1 ≤ ℓ ⇒ a, b ≤ ℓ)
     ai = np.arange(1, A + 1)
     card2 = ai[:, None] + ai[None, :] - 1
-    mask = np.where(Sp, 0.0, -np.inf)                  # restricts a max to the node's secret pairs
-    # one-sided quilts: {X_{i+b}} (the X_{i+b} term only) and {X_{i−a}} (prior + X_{i−a} terms)
-    ef = (mask[:, None, :] + _add(Ff[None, 1:A + 1, :])).max(axis=2) if A else np.zeros((T, 0))
-    eb = (mask[:, None, :] + _add(Pr[:, None, :], Bf[None, 1:A + 1, :])).max(axis=2) if A else np.zeros((T, 0))
+    # one-sided quilts: {X_{i+b}} (the X_{i+b} term only) and {X_{i−a}} (prior + X_{i−a} terms), each maximised
+    # over the node's secret pairs only
+    ef = (np.where(Sp[:, None, :], Ff[None, 1:A + 1, :], -np.inf).max(axis=2) if A else np.zeros((T, 0)))
+    eb = (np.where(Sp[:, None, :], _add(Pr[:, None, :], Bf[None, 1:A + 1, :]), -np.inf).max(axis=2)
+          if A else np.zeros((T, 0)))
     best = {e: [np.full(T, np.inf), np.zeros(T, int), np.zeros(T, int), np.zeros(T, int)] for e in eps_list}
     if A:  # two-sided quilts {X_{i−a}, X_{i+b}}: the (node, a, b) cube, vectorised in node chunks
         step = max(1, _CHUNK // max(1, A * A * K))
@@ -392,7 +406,7 @@ def _exact_one_theta(P, T: int, q, eps_list, ell: int) -> dict:
             e2 = np.full((len(idx), A, A), -np.inf)
             for p in range(K):                           # K = k(k−1): 2 for binary chains
                 v = _add(Pr[idx, p, None, None], Bf[1:A + 1, p][None, :, None], Ff[1:A + 1, p][None, None, :])
-                np.maximum(e2, v + mask[idx, p, None, None], out=e2)
+                np.maximum(e2, np.where(Sp[idx, p, None, None], v, -np.inf), out=e2)
             allowed = ((ai[None, :, None] <= nodes[idx, None, None] - 1)
                        & (ai[None, None, :] <= T - nodes[idx, None, None])
                        & (card2[None] <= ell))
@@ -423,7 +437,7 @@ def _exact_one_theta(P, T: int, q, eps_list, ell: int) -> dict:
         i = int(np.argmax(sig))
         node, a, b, kd = i + 1, int(ba[i]), int(bb[i]), int(kind[i])
         if kd == 2:
-            infl = float((mask[i] + _add(Pr[i], Bf[a], Ff[b])).max())
+            infl = float(np.where(Sp[i], _add(Pr[i], Bf[a], Ff[b]), -np.inf).max())
             det = dict(node=node, quilt=(node - a, node + b), card=a + b - 1, influence=infl)
         elif kd == 1:
             det = dict(node=node, quilt=(node + b,), card=node + b - 1, influence=float(ef[i, b - 1]))
@@ -476,7 +490,20 @@ def mqm_exact(thetas, T: int, eps, ell: int | None = None):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _search_tables(e2, ef, eb, ell: int, lengths, eps: float):
+def _prefix_tables(e2, ef, eb, ell: int, eps: float):
+    """Running minima of the quilt scores used by :func:`_search_tables` (tables of size (ℓ + 1)²)."""
+    ar = np.arange(ell + 1)
+    card2 = ar[:, None] + ar[None, :] - 1
+    s2 = np.where((card2 <= ell) & (ar[:, None] >= 1) & (ar[None, :] >= 1), _scores(card2, e2, eps), np.inf)
+    M2 = np.minimum.accumulate(np.minimum.accumulate(s2, axis=0), axis=1)
+    c1 = ar[:, None] + ar[None, :]                       # card of a one-sided quilt: L + b (or R + a)
+    ok1 = (ar[None, :] >= 1) & (c1 <= ell)
+    FW = np.minimum.accumulate(np.where(ok1, _scores(c1, ef[None, :], eps), np.inf), axis=1)
+    BW = np.minimum.accumulate(np.where(ok1, _scores(c1, eb[None, :], eps), np.inf), axis=1)
+    return M2, FW, BW
+
+
+def _search_tables(e2, ef, eb, ell: int, lengths, eps: float, prefix=None):
     """σ_max over every node of chains with the given lengths, when the influences depend on (a, b) only.
 
     ``e2[a, b]``, ``ef[b]``, ``eb[a]`` (index 0 unused, arrays of size ℓ + 1) are the influences of
@@ -487,14 +514,7 @@ def _search_tables(e2, ef, eb, ell: int, lengths, eps: float):
     evaluating. Returns (σ_max, (n, L) of the worst node).
     """
     m = ell
-    ar = np.arange(m + 1)
-    card2 = ar[:, None] + ar[None, :] - 1
-    s2 = np.where((card2 <= ell) & (ar[:, None] >= 1) & (ar[None, :] >= 1), _scores(card2, e2, eps), np.inf)
-    M2 = np.minimum.accumulate(np.minimum.accumulate(s2, axis=0), axis=1)
-    c1 = ar[:, None] + ar[None, :]                       # card of a one-sided quilt: L + b (or R + a)
-    ok1 = (ar[None, :] >= 1) & (c1 <= ell)
-    FW = np.minimum.accumulate(np.where(ok1, _scores(c1, ef[None, :], eps), np.inf), axis=1)
-    BW = np.minimum.accumulate(np.where(ok1, _scores(c1, eb[None, :], eps), np.inf), axis=1)
+    M2, FW, BW = prefix if prefix is not None else _prefix_tables(e2, ef, eb, ell, eps)
     best = (-np.inf, None)
     for n in np.unique(np.asarray(lengths, int)):
         n = int(n)
@@ -556,22 +576,30 @@ def stationary_influence_tables(P, pi, ell: int):
     return _maxplus_pruned(G, F), F.max(axis=1), G.max(axis=1)
 
 
-def mqm_exact_stationary(P, lengths, eps, ell: int, pi=None):
+def mqm_exact_stationary(P, lengths, eps, ell: int, pi=None, tables=None):
     """MQMExact (Alg. 8) for Θ = {(π, P)}: chains (segments) of the given lengths, each started in the stationary
     distribution π of P, all independent (a node's quilts stay inside its own chain; thesis L2034–2040).
 
     With q = π every marginal is π, so the influence of {X_{i−a}, X_{i+b}} depends on (a, b) only (L1838): one
-    table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. Returns an :class:`MQMResult`
-    (or a list, one per ε).
+    table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. ``tables`` may pass the output of
+    :func:`stationary_influence_tables` for any ℓ' ≥ ℓ (e.g. shared by every person of a group). Returns an
+    :class:`MQMResult` (or a list, one per ε).
     """
     P = _check_stochastic(P)
     pi = stationary_distribution(P) if pi is None else np.asarray(pi, float)
     ell = int(ell)
     if ell < 1:
         raise ValueError(f"ell must be >= 1, got {ell}")
+    if (ell + 1) ** 2 > 6e7:
+        raise ValueError(f"ell = {ell} is too large for the (a, b) table search; pass a smaller ell")
     lengths = np.atleast_1d(np.asarray(lengths, int))
     eps_list = _eps_list(eps)
-    e2, ef, eb = stationary_influence_tables(P, pi, ell)
+    if tables is None:
+        tables = stationary_influence_tables(P, pi, ell)
+    e2, ef, eb = tables
+    if e2.shape[0] < ell + 1:
+        raise ValueError(f"tables cover distances up to {e2.shape[0] - 1} < ell = {ell}")
+    e2, ef, eb = e2[:ell + 1, :ell + 1], ef[:ell + 1], eb[:ell + 1]
     out = []
     for e in eps_list:
         sig, (n, L) = _search_tables(e2, ef, eb, ell, lengths, e)
@@ -639,6 +667,14 @@ def _middle_node(rho, ell: int, eps: float, n: int) -> tuple[float, dict]:
     return best
 
 
+@functools.lru_cache(maxsize=4)
+def _approx_tables(pi_min: float, g: float, ell: int, bound: str, eps: float):
+    """Lemma 7.4.6 influence tables and their running minima (memoised: persons of a group share them)."""
+    rho = approx_influence(None, np.arange(ell + 1), pi_min, g, bound)
+    e2 = rho[None, :] + 2 * rho[:, None]
+    return e2, rho, _prefix_tables(e2, rho, 2 * rho, ell, eps)
+
+
 def mqm_approx(pi_min: float, g: float, lengths, eps, ell: int | None = None, bound: str = "general",
                use_lemma_7_4_7: bool = True):
     """MQMApprox (Alg. 9) for a class with parameters π_Θ^min (7.4) and g_Θ (7.5, or the reversible gap).
@@ -666,9 +702,10 @@ def mqm_approx(pi_min: float, g: float, lengths, eps, ell: int | None = None, bo
             cands.append((sig, det, n, ell_l, True))
         if short.size:
             el = int(ell) if ell is not None else min(ell_l, int(short.max()))
-            rho = approx_influence(None, np.arange(el + 1), pi_min, g, bound)
-            e2 = rho[None, :] + 2 * rho[:, None]
-            sig, (n, L) = _search_tables(e2, rho, 2 * rho, el, short, e)
+            if (el + 1) ** 2 > 6e7:
+                raise ValueError(f"ell = {el} is too large for the (a, b) table search; pass a smaller ell")
+            e2, rho, prefix = _approx_tables(float(pi_min), float(g), el, bound, e)
+            sig, (n, L) = _search_tables(e2, rho, 2 * rho, el, short, e, prefix)
             cands.append((sig, _node_quilt(e2, rho, 2 * rho, el, n, L, e), n, el, False))
         sig, det, n, el, used = max(cands, key=lambda c: c[0])
         out.append(_result(sig, det, el, n, a_star=a_star, bound=bound, lemma_7_4_7=used))
@@ -732,26 +769,43 @@ def gk16_matrix(phi: dict, T: int) -> np.ndarray:
     return M
 
 
-def gk16_norm(phi: dict, lengths, dense_max: int = 2048) -> float:
-    """Spectral norm of the (block-diagonal) influence matrix of independent chains with the given lengths.
+def _tridiag(phi: dict, n: int):
+    from scipy.sparse import diags
 
-    Exact (dense SVD) for chains up to ``dense_max``; for a longer chain the norm lies between that of its
-    leading dense_max × dense_max principal block (a lower bound) and √(‖Φ‖₁‖Φ‖∞) (an upper bound): the upper
-    bound is returned, so GK16 is only used where its condition provably holds.
-    """
-    vals = [v for v in phi.values()]
-    if not np.all(np.isfinite(vals)):
+    lo = np.full(n - 1, phi["left"])
+    up = np.full(n - 1, phi["right"])
+    lo[-1], up[0] = phi["last_left"], phi["first_right"]
+    return diags([lo, up], [-1, 1], shape=(n, n), format="csr")
+
+
+def gk16_norm(phi: dict, lengths, exact_max: int = 4096) -> float:
+    """Spectral norm ‖Φ‖₂ of the block-diagonal influence matrix of independent chains with the given lengths
+    (the max over the blocks). A block of n ≤ ``exact_max`` nodes: √λ_max(ΦᵀΦ) with ΦᵀΦ pentadiagonal
+    (banded eigensolver). A longer block: the upper bound √(‖Φ‖₁‖Φ‖∞), which equals the n → ∞ limit when the
+    interior dominates; an over-estimate only adds GK16 noise (or makes it inapplicable), never less privacy.
+    Blocks are visited longest first and the search stops at the first norm ≥ 1 (GK16 then does not apply;
+    the value returned is a lower bound on the norm)."""
+    from scipy.linalg import eigvals_banded
+
+    if not np.all(np.isfinite(list(phi.values()))):
         return float("inf")
     out = 0.0
-    for n in np.unique(np.asarray(lengths, int)):
+    for n in np.unique(np.asarray(lengths, int))[::-1]:
         n = int(n)
-        if n <= dense_max:
-            out = max(out, float(np.linalg.norm(gk16_matrix(phi, n), 2)))
-        else:
-            M = gk16_matrix(phi, n if n <= dense_max else dense_max + 1)
-            lower = float(np.linalg.norm(M[:dense_max, :dense_max], 2))
-            upper = math.sqrt(np.abs(M).sum(axis=0).max() * np.abs(M).sum(axis=1).max())
-            out = max(out, lower, upper)
+        if n < 2 or out >= 1:
+            break
+        M = _tridiag(phi, n)
+        if n > exact_max:
+            A = abs(M)
+            out = max(out, math.sqrt(A.sum(axis=0).max() * A.sum(axis=1).max()))
+            continue
+        S = (M.T @ M).todia()
+        band = np.zeros((3, n))                        # upper band storage: band[2 - d, j] = S[j - d, j]
+        for d, row in zip(S.offsets, S.data):
+            if d >= 0:
+                band[2 - d, d:] = row[d:]
+        lam = eigvals_banded(band, lower=False, select="i", select_range=(n - 1, n - 1))
+        out = max(out, float(np.sqrt(max(lam[-1], 0.0))))
     return out
 
 

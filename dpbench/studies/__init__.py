@@ -1,8 +1,8 @@
 """One module per source: figure specs (grid, series, caption, deviations, anchors)."""
 
-from dpbench.studies import vdm2020
+from dpbench.studies import song2018, vdm2020
 
-STUDIES = {"vdm2020": vdm2020}
+STUDIES = {"vdm2020": vdm2020, "song2018": song2018}
 
 
 def study(name: str):

@@ -22,7 +22,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 def write_config(tmp_path: Path, data_dir: Path, **study_overrides) -> Path:
     cfg = {"results_dir": "results", "figures_dir": "figures", "cache_dir": "results/cache",
            "data": {"cache_dir": str(data_dir), "mnist_source": "substitute"},
-           "studies": {"vdm2020": {**TINY["studies"]["vdm2020"], **study_overrides}}}
+           "studies": {"vdm2020": {**TINY["studies"]["vdm2020"], **study_overrides},
+                       "song2018": TINY["studies"]["song2018"]}}  # keep the other studies tiny too
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -82,7 +83,7 @@ def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_di
             "fig1b": {"methods": ["non_private"]}, "fig2a": {"methods": ["non_private"]},
             "fig2b": {"methods": ["non_private"]}}
     config = write_config(tmp_path, data_dir, repetitions=6, figures={
-        k: {**TINY["studies"]["vdm2020"]["figures"][k], **v} for k, v in figs.items()})
+        k: ({**v, **figs[k]} if k in figs else None) for k, v in TINY["studies"]["vdm2020"]["figures"].items()})
     target = "results/vdm2020/fig1a/loss_perturbation.parquet"
     proc = subprocess.Popen([*SNAKEMAKE, "-d", str(tmp_path), "--configfile", str(config), "--cores", "1", target],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

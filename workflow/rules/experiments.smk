@@ -14,7 +14,7 @@ rule series:
         series="[a-z0-9_]+",
     params:
         signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
-    threads: CONFIG.get("n_jobs") or 8  # Snakemake caps it at --cores
+    threads: lambda w: W.series_threads(CONFIG, w.study, w.figure, w.series)  # Snakemake caps it at --cores
     log:
         f"{RES}/logs/{{study}}/{{figure}}/{{series}}.log",
     run:
