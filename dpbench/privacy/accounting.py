@@ -21,6 +21,19 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from . import _validate as V
 
+# dp-accounting logs one WARNING per excluded RDP order when its series for log A_α does not converge at small
+# α ("_compute_log_a_frac failed to converge ... Excluding this order"); the remaining orders still give a valid
+# bound (a minimum over fewer orders can only be larger), so only these messages are dropped from the logs.
+import logging as _logging  # noqa: E402
+
+
+class _DropExcludedOrder(_logging.Filter):
+    def filter(self, record: _logging.LogRecord) -> bool:
+        return "Excluding this order" not in record.getMessage()
+
+
+_logging.getLogger("absl").addFilter(_DropExcludedOrder())
+
 __all__ = ["TF_ORDERS", "classic_rdp_to_dp", "dpsgd_epsilon", "DpsgdCalibration", "calibrate_dpsgd_noise"]
 
 #: RDP orders of TF-Privacy's ``compute_dp_sgd_privacy`` (vdm2020 §2.3).
