@@ -32,9 +32,22 @@ from dpbench.studies import study as get_study
 log = logging.getLogger("dpbench")
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record (not the stream at set-up), so a
+    redirected or captured stderr later in the process still receives the progress lines."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def _setup_logging() -> None:
     if not log.handlers:
-        h = logging.StreamHandler(sys.stderr)
+        h = _CurrentStderr()
         h.setFormatter(logging.Formatter("%(asctime)s dpbench %(message)s", "%H:%M:%S"))
         log.addHandler(h)
         log.setLevel(logging.INFO)

@@ -340,15 +340,9 @@ def load_substitute(
     """
     if n_train < 1 or n_test < 1:
         raise ValueError(f"n_train and n_test must be positive, got {n_train}, {n_test}")
-    folder = substitute_cache_dir(cache_dir, seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = folder / "params.json"
-    if not meta.is_file():
-        meta.write_text(json.dumps(substitute_params(seed), indent=1, sort_keys=True))
-    gen = DeformedDigits(seed)
+    folder = ensure_substitute(cache_dir, n_train, n_test, seed, n_jobs=n_jobs)
     arrays = {}
     for split, n in (("train", int(n_train)), ("test", int(n_test))):
-        _ensure_split(gen, folder, split, n, n_jobs)
         X = np.load(folder / f"X_{split}.npy", mmap_mode="r")
         y = np.load(folder / f"y_{split}.npy", mmap_mode="r")
         if X.shape[0] < n or y.shape[0] < n:

@@ -78,3 +78,21 @@ __all__ += [
     "fit_mlp_many",
     "dpsgd_mlp",
 ]
+
+# permutation SGD for binary linear models (wu2016 ch. 3 bolt-on PSGD / SCS13 / BST14, song2018 ch. 3)
+from .psgd import (  # noqa: E402
+    HuberHingeLoss,
+    LogisticLoss,
+    PSGDAggregate,
+    PSGDState,
+    StepSchedule,
+    gaussian_batch_noise,
+    get_loss,
+    l2_laplace_batch_noise,
+    make_schedule,
+    psgd,
+    total_updates,
+)
+
+__all__ += ["LogisticLoss", "HuberHingeLoss", "get_loss", "StepSchedule", "make_schedule", "PSGDState",
+            "PSGDAggregate", "psgd", "total_updates", "l2_laplace_batch_noise", "gaussian_batch_noise"]

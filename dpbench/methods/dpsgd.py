@@ -57,14 +57,26 @@ class DPSGD(Method):
     def group_key(self, cell: Cell):
         return (cell.problem, cell.params, cell.epsilon, cell.delta, cell.rep // REP_BLOCK)
 
+    def calibration(self, problem: Problem, cell: Cell):
+        """σ for (ε, δ) with the configured accountant, q = batch/N and the learner's own step count."""
+        p = cell.param
+        n = problem.n_train
+        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
+        return calibrate_dpsgd_noise(cell.epsilon, cell.delta, min(1.0, p["batch_size"] / n), steps,
+                                     accountant=p["accountant"],
+                                     conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+
+    @staticmethod
+    def record(accuracy: float, cal, p: dict) -> dict:
+        return {"accuracy": float(accuracy), "noise_kind": "gaussian", "noise_scale": cal.noise_multiplier,
+                "composition": "rdp" if p["accountant"] == "rdp" else "pld",
+                "accountant": f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}",
+                "epsilon_achieved": cal.epsilon, "sampling": p["sampling"]}
+
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         c0 = cells[0]
         p = c0.param
-        n = problem.n_train
-        q = min(1.0, p["batch_size"] / n)
-        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])  # the learner's own count
-        cal = calibrate_dpsgd_noise(c0.epsilon, c0.delta, q, steps, accountant=p["accountant"],
-                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        cal = self.calibration(problem, c0)
         block = c0.rep // REP_BLOCK
         block_key = content_key({"dpsgd-block": [c0.problem, list(map(list, c0.params)), c0.epsilon, c0.delta, block]})
         reps = list(range(block * REP_BLOCK, (block + 1) * REP_BLOCK))
@@ -73,10 +85,4 @@ class DPSGD(Method):
                                epochs=p["epochs"], learning_rate=p["learning_rate"], rng=ctx.rng(block_key),
                                n_runs=len(reps), sampling=p["sampling"])
         accs = accuracy_many(thetas, problem.X_eval, problem.y_eval)
-        out = []
-        for cell in cells:
-            out.append({"accuracy": float(accs[reps.index(cell.rep)]), "noise_kind": "gaussian",
-                        "noise_scale": cal.noise_multiplier, "composition": "rdp" if p["accountant"] == "rdp" else "pld",
-                        "accountant": f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}",
-                        "epsilon_achieved": cal.epsilon, "sampling": p["sampling"]})
-        return out
+        return [self.record(accs[reps.index(cell.rep)], cal, p) for cell in cells]

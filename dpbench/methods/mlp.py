@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbench.learn import dpsgd_steps
 from dpbench.learn.mlp import dpsgd_mlp, fit_mlp, fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_predict_many
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
-from dpbench.methods.dpsgd import REP_BLOCK, clip_norm
-from dpbench.methods.subsample_aggregate import private_vote_accuracy
-from dpbench.privacy import calibrate_dpsgd_noise
+from dpbench.methods.dpsgd import DPSGD, clip_norm
+from dpbench.methods.subsample_aggregate import add_votes, disjoint_parts, private_vote_accuracy
 from dpbench.store import content_key
 
 _SGD = ("hidden", "schedule", "epochs", "batch_size", "learning_rate")
@@ -51,17 +49,12 @@ def mlp_vote_counts(problem: Problem, p: dict, rep: int, ctx: Context) -> np.nda
                        "settings": {k: p[k] for k in (*_SGD, "n_models")}, "rep": rep})
 
     def compute():
-        n, t = problem.n_train, p["n_models"]
-        per = n // t
-        if per < 1:
-            raise ValueError(f"subsample-and-aggregate needs N >= T, got N={n}, T={t}")
         rng = ctx.rng(key)
-        perm = rng.permutation(n)[: per * t].reshape(t, per)
+        perm = disjoint_parts(problem.n_train, p["n_models"], rng)
         models = fit_mlp_many(problem.X_train[perm], problem.y_train[perm], problem.n_classes, p["hidden"],
                               int(p["epochs"]), p["batch_size"], p["learning_rate"], rng, schedule=p["schedule"])
-        votes = mlp_predict_many(models, problem.X_eval)
-        counts = np.stack([np.bincount(v, minlength=problem.n_classes) for v in votes.T]).astype(np.int32)
-        return {"counts": counts}
+        counts = np.zeros((problem.X_eval.shape[0], problem.n_classes), dtype=np.int32)
+        return {"counts": add_votes(counts, mlp_predict_many(models, problem.X_eval))}
 
     return ctx.store.artefact(key, compute)["counts"]
 
@@ -85,32 +78,28 @@ class SubsampleAggregateMLP(Method):
 
 
 @REGISTRY.register
-class DPSGDMLP(Method):
+class DPSGDMLP(DPSGD):
+    """DP-SGD on the MLP: the linear DP-SGD's support rule, grouping, calibration and record; only the
+    learner differs."""
+
     name = "dpsgd_mlp"
     label = "DP-SGD (MLP)"
-    kind = "training"
-    depends_on = ("epsilon", "delta", "rep")
-    tuned = "clip"
 
-    def supports(self, epsilon, delta, budget):
-        return None if delta > 0 else "DP-SGD does not support delta = 0 (paper L170)"
+    @classmethod
+    def code_hash(cls) -> str:
+        """This module and dpbench/methods/dpsgd.py (calibration and record come from there)."""
+        import hashlib
+
+        return hashlib.sha256((Method.code_hash.__func__(cls) + DPSGD.code_hash()).encode()).hexdigest()[:16]
 
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings
         return {"clip": clip_norm(float(tuned), s["batch_size"], s["clip_scale"]),
                 **{k: s[k] for k in (*_SGD, "sampling", "accountant", "conversion")}}
 
-    def group_key(self, cell: Cell):
-        return (cell.problem, cell.params, cell.epsilon, cell.delta, cell.rep // REP_BLOCK)
-
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
-        c0 = cells[0]
-        p = c0.param
-        n = problem.n_train
-        q = min(1.0, p["batch_size"] / n)
-        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
-        cal = calibrate_dpsgd_noise(c0.epsilon, c0.delta, q, steps, accountant=p["accountant"],
-                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        p = cells[0].param
+        cal = self.calibration(problem, cells[0])
         # one stream per repetition, keyed by the cell: a run does not depend on which runs share the call
         params = dpsgd_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"],
                            noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
@@ -118,7 +107,4 @@ class DPSGDMLP(Method):
                            rng=[ctx.rng(c.key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
                            schedule=p["schedule"])
         accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
-        acc_name = f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}"
-        return [{"accuracy": float(a), "noise_kind": "gaussian", "noise_scale": cal.noise_multiplier,
-                 "composition": p["accountant"], "accountant": acc_name, "epsilon_achieved": cal.epsilon,
-                 "sampling": p["sampling"]} for a in accs]
+        return [self.record(a, cal, p) for a in accs]

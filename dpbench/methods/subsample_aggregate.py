@@ -20,6 +20,22 @@ from dpbench.privacy import exponential_mechanism, per_query_pure_epsilon
 from dpbench.store import content_key
 
 
+def disjoint_parts(n: int, n_models: int, rng: np.random.Generator) -> np.ndarray:
+    """(T, ⌊N/T⌋) indices of T disjoint random parts of range(N) (the remainder is dropped)."""
+    per = n // n_models
+    if per < 1:
+        raise ValueError(f"subsample-and-aggregate needs N >= T, got N={n}, T={n_models}")
+    return rng.permutation(n)[: per * n_models].reshape(n_models, per)
+
+
+def add_votes(counts: np.ndarray, votes: np.ndarray) -> np.ndarray:
+    """Add the labels ``votes`` (models, n_eval) of some models to ``counts`` (n_eval, C), in place."""
+    rows = np.arange(counts.shape[0])
+    for v in votes:
+        counts[rows, v] += 1
+    return counts
+
+
 MODEL_BLOCK_BYTES = 1 << 28  # gather at most ~256 MiB of member training parts at a time
 
 
@@ -28,11 +44,8 @@ def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Co
                        "maxiter": maxiter, "rep": rep})
 
     def compute():
-        n = problem.n_train
-        per = n // n_models
-        if per < 1:
-            raise ValueError(f"subsample-and-aggregate needs N >= T, got N={n}, T={n_models}")
-        perm = ctx.rng(key).permutation(n)[: per * n_models].reshape(n_models, per)
+        perm = disjoint_parts(problem.n_train, n_models, ctx.rng(key))
+        per = perm.shape[1]
         counts = np.zeros((problem.X_eval.shape[0], problem.n_classes), dtype=np.int32)
         # members are fitted independently ("separate" L-BFGS runs), so fitting them in blocks gives the same
         # models while only one block's parts are ever gathered: at N = 10⁶ the T parts together would be a
@@ -42,9 +55,7 @@ def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Co
             rows = perm[a : a + block]
             thetas = fit_softmax_many(problem.X_train[rows], problem.y_train[rows], problem.n_classes,
                                       l2=0.0, maxiter=maxiter)
-            votes = predict_many(thetas, problem.X_eval)  # (block, n_eval) labels
-            for v in votes:
-                counts[np.arange(len(v)), v] += 1
+            add_votes(counts, predict_many(thetas, problem.X_eval))  # (block, n_eval) labels
         return {"counts": counts}
 
     return ctx.store.artefact(key, compute)["counts"]

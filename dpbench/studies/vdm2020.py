@@ -554,12 +554,18 @@ def anchor_checks(frames: dict):
     return pd.DataFrame(rows)
 
 
-def _anchor_checks_1_4(frames: dict) -> list[dict]:
-    rows = []
-
+def _adder(rows: list):
+    """``add(claim, figure, statement, measured, value, passed)`` appends one anchor-check row to ``rows``."""
     def add(claim, fig, statement, measured, value, passed):
         rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
                      "value": float(value), "passed": bool(passed)})
+    return add
+
+
+def _anchor_checks_1_4(frames: dict) -> list[dict]:
+    rows = []
+
+    add = _adder(rows)
 
     if "fig1a" in frames:
         m, _ = _means(frames["fig1a"])
@@ -624,9 +630,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
 
     rows = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
+    add = _adder(rows)
 
     if "fig3" in frames:
         df = frames["fig3"]
