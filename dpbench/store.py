@@ -54,6 +54,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _sweep_stale_temporaries(path: Path) -> None:
+    """Remove temporaries of ``path`` left by a writer that was killed (SIGKILL skips its cleanup). Only
+    called by the holder of the artefact's own lock, which serialises every writer of ``path``, so no live
+    writer's file is hit. (Cells are not swept: two Snakemake jobs may write the same cell under different
+    group locks; a killed cell write leaves at most one small ``.tmp`` file.)"""
+    if path.parent.is_dir():
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+
+
 class Store:
     """The cell and artefact cache rooted at ``root``."""
 
@@ -108,6 +119,7 @@ class Store:
 
                     buf = io.BytesIO()
                     np.savez(buf, **arrays)
+                    _sweep_stale_temporaries(path)
                     atomic_write_bytes(path, buf.getvalue())
         with np.load(path) as npz:
             arrays = {k: npz[k] for k in npz.files}

@@ -96,3 +96,17 @@ from .psgd import (  # noqa: E402
 
 __all__ += ["LogisticLoss", "HuberHingeLoss", "get_loss", "StepSchedule", "make_schedule", "PSGDState",
             "PSGDAggregate", "psgd", "total_updates", "l2_laplace_batch_noise", "gaussian_batch_noise"]
+
+# private PSGD of wu2016 ch. 3: bolt-on output perturbation, SCS13 (noise per mini-batch), BST14
+from .private_psgd import (  # noqa: E402
+    bolt_on_psgd,
+    bolt_on_sensitivity_convex,
+    bolt_on_sensitivity_strongly_convex,
+    bst14_calibration,
+    bst14_epsilon1,
+    bst14_psgd,
+    scs13_psgd,
+)
+
+__all__ += ["bolt_on_psgd", "bolt_on_sensitivity_convex", "bolt_on_sensitivity_strongly_convex", "bst14_calibration",
+            "bst14_epsilon1", "bst14_psgd", "scs13_psgd"]
