@@ -33,7 +33,7 @@ import numpy as np
 
 from .softmax import EXP_FLOOR, blas_thread_limit, _as_float_matrix, _check_labels, softmax_probabilities
 
-__all__ = ["dpsgd_softmax", "clipped_contributions", "clip_scales", "poisson_batches", "lr_factors"]
+__all__ = ["dpsgd_softmax", "clipped_contributions", "clip_scales", "poisson_batches", "step_batches", "lr_factors"]
 
 _TINY = 1e-300
 
@@ -65,6 +65,46 @@ def poisson_batches(rng, n, q, n_runs):
     valid = valid[:, :m]
     idx = np.where(valid, pos, 0)
     return idx, valid
+
+
+def step_batches(rng, n, batch_size, steps, sampling, n_runs):
+    """The mini-batches of ``steps`` updates of ``n_runs`` runs, one step at a time: yields ``(idx, valid,
+    denom)`` with ``idx`` (n_runs, m) the sorted row indices, ``valid`` the padding mask (None when every row
+    is real) and ``denom`` the divisor of Eq. 4 (q·N for ``"poisson"``, the actual size for ``"shuffle"``).
+
+    ``rng``: one Generator for all runs, or a sequence of one Generator per run (then run r draws only from
+    ``rng[r]``; Poisson batches are padded to the largest). Lazy: a step's draws happen when it is requested,
+    so a caller that draws its noise between steps keeps the order sampling, noise, sampling, noise, …
+    """
+    shared = rng if isinstance(rng, np.random.Generator) else None
+    gens = None if shared is not None else list(rng)
+    if sampling == "poisson":
+        q = batch_size / n
+        for _ in range(steps):
+            if shared is not None:
+                idx, valid = poisson_batches(shared, n, q, n_runs)
+            else:
+                parts = [poisson_batches(g, n, q, 1) for g in gens]
+                m = max(i.shape[1] for i, _ in parts)
+                idx = np.zeros((n_runs, m), dtype=parts[0][0].dtype)
+                valid = np.zeros((n_runs, m), dtype=bool)
+                for r, (i, v) in enumerate(parts):
+                    idx[r, : i.shape[1]] = i[0]
+                    valid[r, : v.shape[1]] = v[0]
+            yield idx, valid, q * n
+    elif sampling == "shuffle":
+        per_epoch = int(math.ceil(n / batch_size))
+        grid = np.broadcast_to(np.arange(n), (n_runs, n))
+        perm = None
+        for t in range(steps):
+            j = t % per_epoch
+            if j == 0:  # a fresh permutation per epoch and per run
+                perm = (shared.permuted(grid, axis=1) if shared is not None
+                        else np.stack([g.permuted(grid[:1], axis=1)[0] for g in gens]))
+            idx = np.sort(perm[:, j * batch_size : (j + 1) * batch_size], axis=1)  # sorted: faster gather
+            yield idx, None, idx.shape[1]
+    else:
+        raise ValueError(f"sampling must be 'poisson' or 'shuffle', got {sampling!r}")
 
 
 def dpsgd_steps(n, batch_size, epochs, sampling="poisson"):
@@ -164,13 +204,7 @@ def _dpsgd(
         raise TypeError("rng must be a numpy.random.Generator")
 
     steps = dpsgd_steps(N, batch_size, epochs, sampling)
-    if sampling == "poisson":
-        q = batch_size / N
-        denom = q * N
-    else:
-        per_epoch = int(math.ceil(N / batch_size))
-        q = None
-        denom = None
+    denom = (batch_size / N) * N if sampling == "poisson" else None  # for the trace
     lrs = learning_rate * lr_factors(steps, lr_schedule)
 
     xnorm = np.sqrt(np.einsum("nd,nd->n", X, X))
@@ -185,19 +219,8 @@ def _dpsgd(
 
     itemsize = X.dtype.itemsize
     buf = np.empty((0, D))
-    perm = None
-    for t in range(steps):
-        # ---- sampling (all runs) ---------------------------------------------------------------------
-        if sampling == "poisson":
-            idx, valid = poisson_batches(rng, N, q, R)
-            d_t = denom
-        else:
-            j = t % per_epoch
-            if j == 0:
-                perm = rng.permuted(np.broadcast_to(np.arange(N), (R, N)), axis=1)
-            idx = np.sort(perm[:, j * batch_size : (j + 1) * batch_size], axis=1)  # sorted: faster gather
-            valid = None
-            d_t = idx.shape[1]
+    batches = step_batches(rng, N, batch_size, steps, sampling, R)
+    for t, (idx, valid, d_t) in enumerate(batches):  # each step: its sampling draws, then its noise
         m = idx.shape[1]
         # ---- noise on the sum (all runs), then the clipped sums added in place ---------------------------
         if noise_std > 0.0:

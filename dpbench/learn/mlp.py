@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dpsgd import clip_scales, dpsgd_steps, lr_factors, poisson_batches
+from .dpsgd import clip_scales, dpsgd_steps, lr_factors, step_batches
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, blas_thread_limit
 
 __all__ = [
@@ -526,18 +526,11 @@ def _fit_many(Xs, ys, C, H, epochs, bs, lr, streams, wd, schedule, mu, params0, 
     yflat = ys.reshape(-1)
     base = (np.arange(T) * n)[:, None]
     shared, gens = streams
-    grid = np.broadcast_to(np.arange(n), (T, n))
     if return_trace:
         tr_loss = np.zeros((steps, T))
     buf = np.empty((T * min(bs, n), D))
-    for t in range(steps):
-        j = t % per_epoch
-        if j == 0:
-            if shared is not None:
-                perm = shared.permuted(grid, axis=1)
-            else:
-                perm = np.stack([g.permuted(grid[:1], axis=1)[0] for g in gens])
-        idx = np.sort(perm[:, j * bs : (j + 1) * bs], axis=1) + base  # sorted: faster gather
+    for t, (idx, _, _) in enumerate(step_batches(shared if shared is not None else gens, n, bs, steps, "shuffle", T)):
+        idx = idx + base  # rows of model t's own part in the flattened (T·n, D) stack
         m = idx.shape[1]
         # models in chunks whose gathered rows stay cache-resident (~4 MB): measured ~1.4x faster than all T
         chunk = max(1, min(T, (4 << 20) // (m * D * 8)))
@@ -637,31 +630,11 @@ def dpsgd_mlp(
                       float(learning_rate), streams, R, sampling, schedule, return_trace, params0)
 
 
-def _sample(streams, N, q, R):
-    """Poisson batches of all runs: shared Generator -> one call; per-run streams -> one call each, padded."""
-    shared, gens = streams
-    if shared is not None:
-        return poisson_batches(shared, N, q, R)
-    parts = [poisson_batches(g, N, q, 1) for g in gens]
-    m = max(p[0].shape[1] for p in parts)
-    idx = np.zeros((R, m), dtype=parts[0][0].dtype)
-    valid = np.zeros((R, m), dtype=bool)
-    for r, (i, v) in enumerate(parts):
-        idx[r, : i.shape[1]] = i[0]
-        valid[r, : v.shape[1]] = v[0]
-    return idx, valid
-
-
 def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
            return_trace, params0):
     N, D = X.shape
     P = mlp_n_params(D, H, C)
-    if sampling == "poisson":
-        q = batch_size / N
-        denom = q * N
-    else:
-        per_epoch = int(math.ceil(N / batch_size))
-        denom = None
+    denom = (batch_size / N) * N if sampling == "poisson" else None  # for the trace
     lrs = learning_rate * lr_factors(steps, schedule)
     theta = _init_runs(streams, R, D, H, C, params0)
     W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
@@ -674,23 +647,8 @@ def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R
     buf = np.empty((0, D))
     gsum = np.empty((R, P))
     gW1, gb1, gW2, gb2 = _fields(MLPParams.from_flat(gsum, D, H, C))
-    perm = None
-    for t in range(steps):
-        # ---- sampling (all runs) ---------------------------------------------------------------------
-        if sampling == "poisson":
-            idx, valid = _sample(streams, N, q, R)
-            d_t = denom
-        else:
-            j = t % per_epoch
-            if j == 0:
-                grid = np.broadcast_to(np.arange(N), (R, N))
-                if shared is not None:
-                    perm = shared.permuted(grid, axis=1)
-                else:
-                    perm = np.stack([g.permuted(grid[:1], axis=1)[0] for g in gens])
-            idx = np.sort(perm[:, j * batch_size : (j + 1) * batch_size], axis=1)  # sorted: faster gather
-            valid = None
-            d_t = idx.shape[1]
+    batches = step_batches(shared if shared is not None else gens, N, batch_size, steps, sampling, R)
+    for t, (idx, valid, d_t) in enumerate(batches):  # each step: its sampling draws, then its noise
         m = idx.shape[1]
         # ---- noise on the sum (all runs), then the clipped sums added ----------------------------------
         if noise_std > 0.0:
