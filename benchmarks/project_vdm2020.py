@@ -39,7 +39,8 @@ def main(argv=None) -> None:
     for line in open(a.unit_costs):
         if line.strip().startswith("{"):
             d = json.loads(line)
-            u[d["kind"]] = d["cpu_s"] / d["cells"] if d["kind"].startswith("dpsgd_block") is False else d["cpu_s"]
+            # CPU-s per unit of work: a cell, except for DP-SGD whose unit is the whole block of runs
+            u[d["kind"]] = d["cpu_s"] if d["kind"].startswith("dpsgd_block") else d["cpu_s"] / d["cells"]
     cfg = load_config(a.configfile)["studies"]["vdm2020"]
     lp_n = sorted((k, v) for k, v in ((1e4, u.get("lp_N1e4")), (6e4, u.get("lp_54k")), (1e5, u.get("lp_N1e5")),
                                       (1e6, u.get("lp_N1e6"))) if v)

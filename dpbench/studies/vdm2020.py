@@ -11,6 +11,8 @@ import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -232,7 +234,7 @@ def fixed_hyperparameter(cfg: dict, method) -> float:
 # data
 
 
-MMAP_BYTES = 1 << 29  # after preparing a training set above 512 MiB, drop its float32 source from memory
+LARGE_SOURCE_BYTES = 1 << 29  # after preparing a training set above 512 MiB, drop its float32 source
 
 
 def _select_rows(y: np.ndarray, n_classes: int | None, seed: int, split: str, validation_fraction: float):
@@ -304,9 +306,6 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     key = content_key({"data": content, "variant": ds.variant, **transform})
 
     with_bias = bias == "augment"
-    import shutil
-    import tempfile
-
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
@@ -339,7 +338,7 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    large = len(train_rows) * ds.X_train.shape[1] * 8 > MMAP_BYTES
+    large = len(train_rows) * ds.X_train.shape[1] * 8 > LARGE_SOURCE_BYTES
     del ds
     if large:
         from dpbench.data.registry import clear_cache
@@ -455,7 +454,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    f"{md['clip_scale'].replace('_', '-')} scale; non-private reference and the T models of "
                    "subsample-and-aggregate trained with plain mini-batch SGD [INFERRED: CIFAR settings of L202 "
                    "scaled down].")
-    if "dpsgd" in series(cfg, name):
+    if "dpsgd" in shown:
         sampling = ("Poisson sampling" if dp["sampling"] == "poisson" else
                     "SHUFFLED fixed-size batches (the accountant assumes Poisson sampling: the ε is not exact)")
         scale = ("ν = clip·batch: the [CODE] grid clips the gradient of the batch-mean loss"
@@ -464,7 +463,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    f"{dp['epochs']} epochs, learning rate {dp['learning_rate']} [INFERRED: not in the paper]; "
                    f"accountant {dp['accountant']}" + (f" with the {dp['conversion']} RDP→DP conversion."
                                                         if dp["accountant"] == "rdp" else "."))
-    if "prediction_sensitivity" in series(cfg, name) and any(p.delta > 0 for p in points(cfg, name)):
+    if "prediction_sensitivity" in shown and any(p.delta > 0 for p in points(cfg, name)):
         out.append("Prediction-sensitivity Gaussian σ in the appendix form 2Kα/(Nλ√(2ε*)) (erratum 2); "
                    "δ′ searched over linspace(0, δ, 1000)[1:-1] (erratum 6).")
     wanted = cfg["figures"][name].get("methods")
