@@ -102,6 +102,18 @@ class Store:
     def put_cell(self, key: str, record: dict) -> None:
         atomic_write_bytes(self.cell_path(key), json.dumps(record, default=_json_default).encode())
 
+    def record(self, key: str, compute: Callable[[], dict]) -> dict:
+        """The JSON record ``key``, computed once (process-safe: other processes wait for the lock and read
+        it) and stored atomically; an interrupted computation leaves nothing behind."""
+        rec = self.get_cell(key)
+        if rec is None:
+            with self.lock(key):
+                rec = self.get_cell(key)
+                if rec is None:
+                    rec = compute()
+                    self.put_cell(key, rec)
+        return rec
+
     # -- artefacts -----------------------------------------------------------------------------
     def artefact_path(self, key: str) -> Path:
         return self.root / "artefacts" / key[:2] / f"{key}.npz"

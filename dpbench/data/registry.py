@@ -12,8 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dpbench.data import covertype as _covertype
 from dpbench.data import mnist as _mnist
+from dpbench.data import protein as _protein
 from dpbench.data import substitute as _substitute
+from dpbench.data import tabular_substitute as _tabular
 from dpbench.data.download import DownloadError
 from dpbench.data.transforms import add_bias_feature, pca_project, unit_ball_normalise
 
@@ -28,6 +31,9 @@ class Dataset:
 
     ``variant`` is what the rows, figures and report record: e.g. ``"mnist"`` or
     ``"substitute:deformed-digits-28x28"``. ``description`` is a one-line label for figure captions.
+
+    Labels: int64. MNIST carries class indices 0..9; the binary datasets ``covertype`` and ``protein``
+    (``n_classes == 2``) carry labels in {-1, +1} (the logistic-loss convention of wu2016 ch. 3).
     """
 
     name: str
@@ -126,12 +132,94 @@ def _load_mnist(cache_dir: Path, mirror, source: str, seed: int, n_train, n_test
         return _mnist_substitute(cache_dir, seed, n_train, n_test)
 
 
+def _tabular_dataset(name: str, variant: str, is_substitute: bool, raw, n_train, n_test, description: str) -> Dataset:
+    for arg, v, have in (("n_train", n_train, raw.X_train.shape[0]), ("n_test", n_test, raw.X_test.shape[0])):
+        if v is not None and v > have:
+            raise ValueError(f"{variant} has {have} {arg[2:]} examples; {arg}={v} needs the substitute")
+    return Dataset(
+        name=name,
+        variant=variant,
+        is_substitute=is_substitute,
+        X_train=_readonly(np.ascontiguousarray(raw.X_train[:n_train])),
+        y_train=_readonly(np.ascontiguousarray(raw.y_train[:n_train])),
+        X_test=_readonly(np.ascontiguousarray(raw.X_test[:n_test])),
+        y_test=_readonly(np.ascontiguousarray(raw.y_test[:n_test])),
+        n_classes=2,
+        description=description,
+    )
+
+
+def _tabular_substitute(name: str, seed: int, n_train, n_test) -> Dataset:
+    spec = _tabular.SPECS[name]
+    raw = _tabular.load_tabular_substitute(name, n_train=n_train, n_test=n_test, seed=seed)
+    return _tabular_dataset(name, spec.variant, True, raw, None, None, spec.description)
+
+
+def _binary_loader(name: str, real: Callable[..., Dataset], how: str) -> Callable[..., Dataset]:
+    """A registry loader for a binary dataset: the real data via ``real(cache_dir, mirror, seed, n_train,
+    n_test)``, its labelled synthetic substitute, or (``auto``) the real data with a WARNING fallback."""
+
+    def load(cache_dir: Path, mirror, source: str, seed: int, n_train, n_test) -> Dataset:
+        spec = _tabular.SPECS[name]
+        if source == "substitute":
+            return _tabular_substitute(name, seed, n_train, n_test)
+        try:
+            return real(cache_dir, mirror, seed, n_train, n_test)
+        except DownloadError as exc:
+            if source == "real":
+                raise
+            reason = exc.attempts[-1][1] if exc.attempts else str(exc).splitlines()[0]
+            log.warning(
+                "%s is not available (%s: %s). Using the labelled substitute %r (%s) instead; results, figures "
+                "and the report record this variant. To use the real data, %s, or set source='real' to make "
+                "this an error.",
+                name, exc.filename, reason, spec.variant, spec.description, how.format(cache=cache_dir / name),
+            )
+            return _tabular_substitute(name, seed, n_train, n_test)
+
+    return load
+
+
+def _covertype_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
+    raw = _covertype.load_covertype(cache_dir / "covertype", mirror, seed=seed)
+    return _tabular_dataset("covertype", "covertype", False, raw, n_train, n_test,
+                            "Forest Covertype (UCI), class 2 vs rest, labels ±1")
+
+
+def _protein_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
+    raw = _protein.load_protein(cache_dir / "protein", mirror, seed=seed)
+    return _tabular_dataset("protein", "protein", False, raw, n_train, n_test,
+                            "KDD Cup 2004 Protein (bio_train.dat, random halves), labels ±1")
+
+
 DATASETS: dict[str, DatasetEntry] = {
     "mnist": DatasetEntry(
         name="mnist",
         description="MNIST 60,000/10,000, 28×28, 10 classes (substitute: deformed scikit-learn digits)",
         substitute_variant=_substitute.VARIANT,
         load=_load_mnist,
+    ),
+    "covertype": DatasetEntry(
+        name="covertype",
+        description="Forest Covertype (UCI) class 2 vs rest, 498,010/83,002, 54 features, labels ±1 "
+        "(substitute: synthetic Gaussian binary data)",
+        substitute_variant=_tabular.SPECS["covertype"].variant,
+        load=_binary_loader(
+            "covertype", _covertype_real,
+            f"put {_covertype.COVTYPE_FILE} (sha256 {_covertype.COVTYPE_SHA256[:12]}…) in a folder and set "
+            "`data.mirror` in the config (or copy it to {cache})",
+        ),
+    ),
+    "protein": DatasetEntry(
+        name="protein",
+        description="KDD Cup 2004 Protein, random halves 72,876/72,875, 74 features, labels ±1 "
+        "(substitute: synthetic Gaussian binary data)",
+        substitute_variant=_tabular.SPECS["protein"].variant,
+        load=_binary_loader(
+            "protein", _protein_real,
+            f"put {_protein.PROTEIN_FILE} or {_protein.PROTEIN_ARCHIVE} (from {_protein.PROTEIN_PAGE}) in a folder "
+            "and set `data.mirror` in the config (or copy bio_train.dat to {cache})",
+        ),
     ),
 }
 
@@ -161,7 +249,9 @@ def load_dataset(
     n_train: int | None = None,
     n_test: int | None = None,
 ) -> Dataset:
-    """Load a registered dataset (raw features in [0, 1]; no normalisation -- see :func:`prepare_features`).
+    """Load a registered dataset (raw features -- MNIST pixels in [0, 1], Covertype/Protein values as in the
+    files; no normalisation -- see :func:`prepare_features` and :func:`~dpbench.data.transforms.unit_sphere_rows`).
+    Labels: MNIST 0..9; ``covertype`` and ``protein`` are binary with labels in {-1, +1}.
 
     source: ``"real"`` downloads (``DownloadError`` propagates), ``"substitute"`` uses the registered
     substitute, ``"auto"`` tries the real data and falls back to the substitute with a WARNING.

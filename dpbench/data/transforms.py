@@ -1,13 +1,15 @@
 """Feature transforms of the linear-model studies (spec/vdm2020.md §4, §7 items 11-13).
 
 Order used by the studies: ``first_classes`` -> ``unit_ball_normalise`` -> (``pca_project``) ->
-(``add_bias_feature``). Every function returns new arrays and keeps every row at L2 norm <= 1 (checked in
+(``add_bias_feature``); wu2016 ch. 3: (``gaussian_random_projection``) -> ``unit_sphere_rows``. Every function returns new arrays and keeps every row at L2 norm <= 1 (checked in
 float64; rows that rounding pushes a few ulps past 1 are shrunk onto the sphere).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from dpbench.rng import generator
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
@@ -140,3 +142,51 @@ def unit_ball_rows_into(out: np.ndarray, X: np.ndarray, rows: np.ndarray, scale:
             block = _shrink_to_unit(aug)
         out[a : a + block.shape[0]] = block
     return out
+
+
+def gaussian_projection_matrix(n_features: int, dim: int, seed: int) -> np.ndarray:
+    """The (n_features, dim) float64 matrix of :func:`gaussian_random_projection`: i.i.d. N(0, 1/dim) entries
+    from ``dpbench.rng.generator(seed, f"gaussian-random-projection/{n_features}x{dim}")``. It depends only on
+    ``(n_features, dim, seed)``, never on the data, so projecting costs no privacy."""
+    n_features, dim = int(n_features), int(dim)
+    if n_features < 1 or dim < 1:
+        raise ValueError(f"n_features and dim must be positive, got {n_features}, {dim}")
+    rng = generator(int(seed), f"gaussian-random-projection/{n_features}x{dim}")
+    return rng.standard_normal((n_features, dim)) / np.sqrt(dim)
+
+
+def gaussian_random_projection(
+    X_train: np.ndarray, X_test: np.ndarray, dim: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Project both splits with the same data-independent Gaussian matrix ``R`` of
+    :func:`gaussian_projection_matrix` (entries N(0, 1/dim)): ``(X_train @ R, X_test @ R)``. Then
+    ``E||R^T x||^2 = ||x||^2`` (Johnson-Lindenstrauss). wu2016 ch. 3 projects MNIST to 50 dimensions this way
+    before :func:`unit_sphere_rows`. Computed in float64; float inputs keep their dtype, others give float64."""
+    Xtr, Xte = np.asarray(X_train), np.asarray(X_test)
+    if Xtr.ndim != 2 or Xte.ndim != 2 or Xtr.shape[1] != Xte.shape[1]:
+        raise ValueError(f"need 2-d train/test arrays of equal width, got {Xtr.shape} and {Xte.shape}")
+    R = gaussian_projection_matrix(Xtr.shape[1], dim, seed)
+
+    def project(X: np.ndarray) -> np.ndarray:
+        dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64
+        Z = np.empty((X.shape[0], R.shape[1]), dtype=dtype)
+        for a in range(0, X.shape[0], 65536):
+            Z[a : a + 65536] = X[a : a + 65536].astype(np.float64) @ R
+        return Z
+
+    return project(Xtr), project(Xte)
+
+
+def unit_sphere_rows(X: np.ndarray) -> np.ndarray:
+    """Every row divided by its own L2 norm (wu2016's "normalised to the unit sphere"): norms are 1 up to a
+    few ulps and never above 1 (checked in float64, as elsewhere in this module).
+
+    Zero rows stay zero: they carry no direction to keep, mapping them to a fixed vector (e.g. e1) would
+    invent a feature value that the data does not have, and the DP analyses only need ``||x|| <= 1``, which a
+    zero row satisfies. (After a Gaussian projection a zero row arises only from an all-zero input.)
+    Float inputs keep their dtype, others give float64."""
+    X = _as_float(X)
+    norms = row_norms(X)
+    nz = norms > 0.0
+    X[nz] = (X[nz].astype(np.float64) / norms[nz, None]).astype(X.dtype)
+    return _shrink_to_unit(X)

@@ -146,6 +146,48 @@ def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=(
     return z, kind, scale
 
 
+def bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, lipschitz) -> dict:
+    """Step schedule and L2 sensitivity of bolt-on PSGD (see :func:`bolt_on_psgd` for the arguments): a dict
+    with ``algorithm``, ``schedule``, ``sensitivity``, ``eta`` (convex only, else None), ``beta``, ``gamma``."""
+    L = lipschitz
+    beta = loss.smoothness + l2
+    if algorithm is None:
+        algorithm = "strongly_convex" if (l2 > 0 and eta is None) else "convex"
+    if algorithm == "convex":
+        if eta is None:
+            eta = 1.0 / math.sqrt(n)
+        eta = V.positive("eta", eta)
+        if eta > 2.0 / beta:
+            raise ValueError(
+                f"convex bolt-on (wu2016 Alg. 1) needs eta <= 2/beta = {2.0 / beta!r} "
+                f"(beta = smoothness + l2 = {beta!r}) for 1-expansive updates, got eta={eta!r}"
+            )
+        schedule = StepSchedule.constant(eta)
+        sensitivity = bolt_on_sensitivity_convex(passes, L, eta, batch_size)
+        gamma = None
+    elif algorithm == "strongly_convex":
+        if not l2 > 0:
+            raise ValueError(
+                "strongly convex bolt-on (wu2016 Alg. 2) needs l2 = lambda > 0 (gamma = lambda), got "
+                f"l2={l2!r}"
+            )
+        if eta is not None:
+            raise ValueError("strongly convex bolt-on uses eta_t = min(1/beta, 1/(gamma t)); pass eta=None")
+        gamma = l2
+        schedule = StepSchedule.strongly_convex(gamma, beta)
+        if sc_sensitivity == "thesis":
+            sensitivity = bolt_on_sensitivity_strongly_convex(L, gamma, n, batch_size)
+        elif sc_sensitivity == "rigorous":
+            sensitivity = bolt_on_sensitivity_strongly_convex(L, gamma, n // batch_size, 1) / batch_size
+        else:
+            raise ValueError(f"sc_sensitivity must be 'rigorous' or 'thesis', got {sc_sensitivity!r}")
+    else:
+        raise ValueError(f"algorithm must be 'convex', 'strongly_convex' or None, got {algorithm!r}")
+
+    return {"algorithm": algorithm, "schedule": schedule, "sensitivity": sensitivity,
+            "eta": eta if algorithm == "convex" else None, "beta": beta, "gamma": gamma}
+
+
 def bolt_on_psgd(
     X,
     y,
@@ -209,39 +251,9 @@ def bolt_on_psgd(
     if noise in ("gaussian", "analytic_gaussian") and delta == 0:
         raise ValueError(f"noise={noise!r} needs delta > 0")
     L = loss.lipschitz if lipschitz is None else V.positive("lipschitz", lipschitz)
-    beta = loss.smoothness + l2
-    if algorithm is None:
-        algorithm = "strongly_convex" if (l2 > 0 and eta is None) else "convex"
-    if algorithm == "convex":
-        if eta is None:
-            eta = 1.0 / math.sqrt(n)
-        eta = V.positive("eta", eta)
-        if eta > 2.0 / beta:
-            raise ValueError(
-                f"convex bolt-on (wu2016 Alg. 1) needs eta <= 2/beta = {2.0 / beta!r} "
-                f"(beta = smoothness + l2 = {beta!r}) for 1-expansive updates, got eta={eta!r}"
-            )
-        schedule = StepSchedule.constant(eta)
-        sensitivity = bolt_on_sensitivity_convex(passes, L, eta, batch_size)
-        gamma = None
-    elif algorithm == "strongly_convex":
-        if not l2 > 0:
-            raise ValueError(
-                "strongly convex bolt-on (wu2016 Alg. 2) needs l2 = lambda > 0 (gamma = lambda), got "
-                f"l2={l2!r}"
-            )
-        if eta is not None:
-            raise ValueError("strongly convex bolt-on uses eta_t = min(1/beta, 1/(gamma t)); pass eta=None")
-        gamma = l2
-        schedule = StepSchedule.strongly_convex(gamma, beta)
-        if sc_sensitivity == "thesis":
-            sensitivity = bolt_on_sensitivity_strongly_convex(L, gamma, n, batch_size)
-        elif sc_sensitivity == "rigorous":
-            sensitivity = bolt_on_sensitivity_strongly_convex(L, gamma, n // batch_size, 1) / batch_size
-        else:
-            raise ValueError(f"sc_sensitivity must be 'rigorous' or 'thesis', got {sc_sensitivity!r}")
-    else:
-        raise ValueError(f"algorithm must be 'convex', 'strongly_convex' or None, got {algorithm!r}")
+    setup = bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, L)
+    algorithm, schedule, sensitivity = setup["algorithm"], setup["schedule"], setup["sensitivity"]
+    eta, beta, gamma = setup["eta"], setup["beta"], setup["gamma"]
 
     w = psgd(X, y, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, last_batch="drop", order=order)
     z, kind, scale = output_noise(rng, d, sensitivity, epsilon, delta, noise)
@@ -381,6 +393,24 @@ def bst14_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
     return {"delta1": delta1, "epsilon1": eps1, "epsilon2": eps2, "sigma": sigma}
 
 
+def bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, lipschitz):
+    """``(radius, schedule, G)`` of BST14 (see :func:`bst14_psgd`): convex η_t = 2R/(G√t) with
+    G = √(dσ²ι + b²L²) (needs R); strongly convex η_t = 1/(γt), γ = λ, R defaulting to 1/λ (G None)."""
+    G = None
+    if algorithm == "convex":
+        if radius is None:
+            raise ValueError("convex BST14 (wu2016 Alg. 3) needs the radius R of the constraint set")
+        radius = V.positive("radius", radius)
+        G = math.sqrt(d * sigma * sigma * iota + batch_size**2 * lipschitz**2)
+        return radius, StepSchedule.inv_sqrt(2.0 * radius / G), G
+    if algorithm == "strongly_convex":
+        if not l2 > 0:
+            raise ValueError(f"strongly convex BST14 (wu2016 Alg. 4) needs l2 = lambda > 0, got l2={l2!r}")
+        radius = 1.0 / l2 if radius is None else V.positive("radius", radius)
+        return radius, StepSchedule.inv_gamma_t(l2), G
+    raise ValueError(f"algorithm must be 'convex', 'strongly_convex' or None, got {algorithm!r}")
+
+
 def bst14_psgd(
     X,
     y,
@@ -438,27 +468,13 @@ def bst14_psgd(
         algorithm = "strongly_convex" if l2 > 0 else "convex"
     cal = bst14_calibration(epsilon, delta, n, steps, batch_size)
     sigma = cal["sigma"]
-    G = None
-    if algorithm == "convex":
-        if radius is None:
-            raise ValueError("convex BST14 (wu2016 Alg. 3) needs the radius R of the constraint set")
-        radius = V.positive("radius", radius)
-        G = math.sqrt(d * sigma * sigma * iota + batch_size**2 * loss.lipschitz**2)
-        schedule = StepSchedule.inv_sqrt(2.0 * radius / G)
-    elif algorithm == "strongly_convex":
-        if not l2 > 0:
-            raise ValueError(f"strongly convex BST14 (wu2016 Alg. 4) needs l2 = lambda > 0, got l2={l2!r}")
-        radius = 1.0 / l2 if radius is None else V.positive("radius", radius)
-        schedule = StepSchedule.inv_gamma_t(l2)
-    else:
-        raise ValueError(f"algorithm must be 'convex', 'strongly_convex' or None, got {algorithm!r}")
-
+    radius, schedule, G = bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, loss.lipschitz)
     hook = gaussian_batch_noise(sigma * math.sqrt(iota), batch_size)
     agg = PSGDAggregate(loss, schedule, rng=rng, l2=l2, radius=radius, batch_noise=hook)
     state = agg.initialize(d)
     for _ in range(steps):
         idx = rng.integers(0, n, size=batch_size)
-        state = agg.transition(state, X[idx], y[idx])
+        state = agg._step(state, X[idx], y[idx])   # X, y validated above
     w = agg.terminate(state)
     info = dict(cal)
     info.update({"steps": steps, "algorithm": algorithm, "radius": radius, "G": G, "iota": iota,

@@ -47,16 +47,8 @@ def code_hash() -> str:
 
 def _cached(config: dict, payload: dict, compute) -> dict:
     """A JSON record computed once per content key (process-safe), e.g. the Laplace scale of a method."""
-    store = Store(config["cache_dir"])
     key = content_key({"kind": "song2018-ch7", "code": code_hash(), **payload})
-    rec = store.get_cell(key)
-    if rec is None:
-        with store.lock(key):
-            rec = store.get_cell(key)
-            if rec is None:
-                rec = compute()
-                store.put_cell(key, rec)
-    return rec
+    return Store(config["cache_dir"]).record(key, compute)
 
 
 def _rec(sigma: float, res: pf.MQMResult | None = None, **extra) -> dict:

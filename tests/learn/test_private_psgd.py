@@ -314,13 +314,13 @@ def test_bst14_samples_with_replacement(monkeypatch):
     X, y = ball_data(10, 2, 11)
     X = X + np.arange(10)[:, None] * 1e-9  # rows distinguishable
     seen = []
-    real = pp.PSGDAggregate.transition
+    real = pp.PSGDAggregate._step
 
     def spy(self, state, Xb, yb):
         seen.append(Xb.shape[0] - np.unique(Xb, axis=0).shape[0])  # number of repeated rows
         return real(self, state, Xb, yb)
 
-    monkeypatch.setattr(pp.PSGDAggregate, "transition", spy)
+    monkeypatch.setattr(pp.PSGDAggregate, "_step", spy)
     bst14_psgd(X, y, "logistic", 1.0, 1e-3, np.random.default_rng(0), batch_size=5, radius=1.0, steps=30)
     assert len(seen) == 30 and sum(seen) > 0
 

@@ -1,0 +1,272 @@
+"""Many binary linear models trained side by side by the PSGD engine (wu2016 ch. 3 experiments).
+
+The experiments of wu2016 Figs 3.2/3.3 train, per repetition, one model per (ε, class of a one-vs-all
+problem): MNIST has 10 binary models per ε and every method is evaluated on 6 ε values. Those M models see the
+same batches (the permutation or the with-replacement indices are data-independent randomness, so sharing
+them between models that are released separately does not change any model's guarantee), so one pass over
+the data can update all of them at once: ``W`` has shape (M, d) and label matrix ``Y`` (n, M) holds each
+model's ±1 labels. Each update is the update of :mod:`dpbench.learn.psgd`, row by row:
+
+    W_m ← Π_{R_m}( W_m − s_m η_t (λ W_m + (1/b) Σ_{i∈B_t} φ′(y_im⟨W_m, x_i⟩) y_im x_i + z_tm) )
+
+with a per-model step multiplier ``s_m`` (BST14's convex step 2R/(G√t) depends on σ, hence on ε) and a per-
+model noise scale. With M = 1 and the same generator state the functions of this module return the same
+model as their one-model counterparts (:func:`~dpbench.learn.psgd.psgd`,
+:func:`~dpbench.learn.private_psgd.scs13_psgd`, :func:`~dpbench.learn.private_psgd.bst14_psgd`,
+:func:`~dpbench.learn.private_psgd.bolt_on_psgd`) up to floating-point summation order (tested): the random
+draws are made in the same order (permutation per pass or indices per step, then one noise draw per update).
+
+Assumptions as in the engine: rows ‖x_i‖ ≤ 1, labels ±1, replace-one neighbours. The timing experiment
+(Fig. 3.4) uses the one-model aggregate, not this module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..privacy import _validate as V
+from ..privacy.mechanisms import classic_gaussian_sigma
+from .private_psgd import bolt_on_setup, bst14_calibration, bst14_schedule, output_noise
+from .psgd import StepSchedule, get_loss, make_schedule, total_updates
+
+__all__ = [
+    "psgd_many",
+    "l2_laplace_noise_many",
+    "gaussian_noise_many",
+    "scs13_many",
+    "bst14_many",
+    "bolt_on_many",
+    "one_vs_all_labels",
+]
+
+
+def one_vs_all_labels(y, n_classes: int) -> np.ndarray:
+    """(n, C) matrix of ±1 labels: column k is +1 where ``y == k`` (one binary model per class)."""
+    y = np.asarray(y)
+    n_classes = V.count("n_classes", n_classes)
+    return np.where(y[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+
+
+def _as_vector(name, v, M) -> np.ndarray:
+    a = np.broadcast_to(np.asarray(v, dtype=np.float64), (M,)).copy()
+    if not np.all(np.isfinite(a) & (a > 0)):
+        raise ValueError(f"{name} must be finite and > 0, got {v!r}")
+    return a
+
+
+def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
+    """Per-model SCS13 noise: model m gets Z_m / b with density of Z_m ∝ exp(−(ε_m/2)‖z‖) (the gradient-SUM
+    noise of :func:`~dpbench.learn.psgd.l2_laplace_batch_noise`; ‖Z_m‖ ~ Gamma(d, 2/ε_m), uniform direction).
+    Divisor: the actual batch size m, or min(batch_size, m). Returns ``(rng, M, d, m) -> (M, d)``."""
+    eps = np.asarray(epsilons, dtype=np.float64).ravel()
+    if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
+        raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
+    scale = 2.0 / eps
+    if batch_size is not None:
+        batch_size = V.count("batch_size", batch_size)
+
+    def noise(rng, M, d, m):
+        if M != scale.size:
+            raise ValueError(f"noise built for {scale.size} models, called for {M}")
+        direction = rng.standard_normal((M, d))
+        direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+        radius = rng.gamma(float(d), 1.0, size=M) * scale
+        return direction * radius[:, None] / (m if batch_size is None else min(batch_size, m))
+
+    return noise
+
+
+def gaussian_noise_many(sigmas, batch_size: int | None = None):
+    """Per-model N(0, σ_m² I) on the gradient SUM, i.e. / b on the average (same divisor convention as
+    :func:`l2_laplace_noise_many`). Returns ``(rng, M, d, m) -> (M, d)``."""
+    sig = np.asarray(sigmas, dtype=np.float64).ravel()
+    if sig.size < 1 or not np.all(np.isfinite(sig) & (sig >= 0)):
+        raise ValueError(f"sigmas must be finite and >= 0, got {sigmas!r}")
+    if batch_size is not None:
+        batch_size = V.count("batch_size", batch_size)
+
+    def noise(rng, M, d, m):
+        if M != sig.size:
+            raise ValueError(f"noise built for {sig.size} models, called for {M}")
+        return rng.standard_normal((M, d)) * (sig[:, None] / (m if batch_size is None else min(batch_size, m)))
+
+    return noise
+
+
+def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
+              batch_noise=None, sampling="permutation", steps=None, last_batch="keep"):
+    """Train M binary linear models on shared batches; returns ``W`` of shape (M, d) (last iterates).
+
+    ``X`` (n, d) float rows with ‖x‖ ≤ 1 (used as given when already float64 C-contiguous: no copy);
+    ``Y`` (n, M) labels ±1 (one column per model); ``schedule`` as in :func:`~dpbench.learn.psgd.make_schedule`
+    (common t ↦ η_t), times ``step_scale`` (scalar or (M,), default 1); ``radius`` None, scalar or (M,)
+    (projection of each row onto its ball); ``batch_noise`` None or ``(rng, M, d, m) -> (M, d)``.
+
+    ``sampling="permutation"``: ``passes`` passes, a fresh ``rng.permutation(n)`` each, consecutive batches
+    (``last_batch`` ``"keep"``/``"drop"`` as in the engine). ``sampling="replacement"`` (BST14): ``steps``
+    updates (default ⌈passes·n/b⌉), each on b indices drawn uniformly with replacement (``rng.integers``).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim != 2 or Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"X must be (n, d) and Y (n, M) with the same n, got {X.shape} and {Y.shape}")
+    n, d = X.shape
+    M = Y.shape[1]
+    if n < 1 or M < 1:
+        raise ValueError("X needs at least one row and Y at least one column (model)")
+    if not np.all(np.abs(Y) == 1.0):
+        raise ValueError("labels Y must be -1 or +1")
+    loss = get_loss(loss)
+    passes = V.count("passes", passes)
+    batch_size = V.count("batch_size", batch_size)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= n = {n}, got {batch_size}")
+    l2 = V.nonnegative("l2", l2)
+    sched = make_schedule(schedule, l2=l2, loss=loss)
+    scale = np.ones(M) if step_scale is None else _as_vector("step_scale", step_scale, M)
+    R = None if radius is None else _as_vector("radius", radius, M)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if batch_noise is not None and not callable(batch_noise):
+        raise ValueError("batch_noise must be None or a callable (rng, M, d, m) -> (M, d)")
+
+    W = np.zeros((M, d))
+    t = 0
+
+    def update(idx):
+        nonlocal W, t
+        t += 1
+        eta = float(sched(t))
+        if not (eta > 0 and math.isfinite(eta)):
+            raise ValueError(f"step size must be finite and > 0, got eta_{t} = {eta!r}")
+        Xb, Yb = X[idx], Y[idx]
+        m = Xb.shape[0]
+        coef = loss.dphi(Yb * (Xb @ W.T)) * Yb              # (m, M)
+        G = (coef.T @ Xb) / m                               # (M, d): mean gradient of every model
+        if l2:
+            G += l2 * W
+        if batch_noise is not None:
+            G += batch_noise(rng, M, d, m)
+        W = W - (eta * scale)[:, None] * G
+        if R is not None:
+            norms = np.linalg.norm(W, axis=1)
+            over = norms > R
+            if np.any(over):
+                W[over] *= (R[over] / norms[over])[:, None]
+
+    if sampling == "permutation":
+        n_full = n - n % batch_size if last_batch == "drop" else n
+        total_updates(n, batch_size, passes, last_batch)       # validates last_batch
+        for _ in range(passes):
+            perm = rng.permutation(n)
+            for start in range(0, n_full, batch_size):
+                update(perm[start:min(start + batch_size, n_full)])
+    elif sampling == "replacement":
+        steps = -(-passes * n // batch_size) if steps is None else V.count("steps", steps)
+        for _ in range(steps):
+            update(rng.integers(0, n, size=batch_size))
+    else:
+        raise ValueError(f"sampling must be 'permutation' or 'replacement', got {sampling!r}")
+    return W
+
+
+def _budget_vectors(epsilons, n_models_per_eps, deltas=None):
+    eps = np.asarray(epsilons, dtype=np.float64).ravel()
+    if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
+        raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
+    K = V.count("n_models_per_eps", n_models_per_eps)
+    return eps, K
+
+
+def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=0.0, radius=None,
+               schedule="inv_sqrt"):
+    """SCS13 (see :func:`~dpbench.learn.private_psgd.scs13_psgd`) for every ε of ``epsilons`` (E values) and
+    every label column of ``Yk`` (n, K) at once: model e·K + k is column k trained at budget ε_e (δ; δ = 0
+    → L2-Laplace noise, δ > 0 → classic Gaussian), each pass getting ε_e/k (δ/k). Returns ``(W (E, K, d),
+    info)``, ``info["noise_scale"]`` (E,) as in the one-model function."""
+    Yk = np.asarray(Yk, dtype=np.float64)
+    eps, K = _budget_vectors(epsilons, Yk.shape[1])
+    loss = get_loss(loss)
+    if loss.lipschitz != 1.0:
+        raise ValueError(f"SCS13 noise is calibrated for L = 1 losses, got L = {loss.lipschitz!r}")
+    passes = V.count("passes", passes)
+    delta = V.delta_halfopen("delta", delta)
+    eps_pass = eps / passes
+    if delta == 0:
+        scale_e = 2.0 / eps_pass
+        hook = l2_laplace_noise_many(np.repeat(eps_pass, K))
+        kind = "l2_laplace"
+    else:
+        scale_e = np.array([classic_gaussian_sigma(e, delta / passes, 2.0) for e in eps_pass])
+        hook = gaussian_noise_many(np.repeat(scale_e, K))
+        kind = "gaussian"
+    W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
+                  batch_noise=hook)
+    return W.reshape(eps.size, K, -1), {"noise_kind": kind, "noise_scale": scale_e, "epsilon_per_pass": eps_pass,
+                                        "delta_per_pass": delta / passes}
+
+
+def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,
+               algorithm=None):
+    """BST14 (see :func:`~dpbench.learn.private_psgd.bst14_psgd`: with-replacement sampling, T = ⌈k n/b⌉
+    Gaussian steps, calibration of :func:`~dpbench.learn.private_psgd.bst14_calibration`, ι = 4 by default)
+    for every ε of ``epsilons`` and every label column of ``Yk`` at once. Returns ``(W (E, K, d), info)``
+    with per-ε ``sigma``, ``epsilon1``, ``epsilon2`` and the step multipliers ``step_c`` (convex: 2R/G)."""
+    Yk = np.asarray(Yk, dtype=np.float64)
+    eps, K = _budget_vectors(epsilons, Yk.shape[1])
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    loss = get_loss(loss)
+    batch_size = V.count("batch_size", batch_size)
+    passes = V.count("passes", passes)
+    l2 = V.nonnegative("l2", l2)
+    iota = V.positive("iota", iota)
+    steps = -(-passes * n // batch_size)
+    cals = [bst14_calibration(e, delta, n, steps, batch_size) for e in eps]
+    sigma = np.array([c["sigma"] for c in cals])
+    algorithm = ("strongly_convex" if l2 > 0 else "convex") if algorithm is None else algorithm
+    scheds = [bst14_schedule(algorithm, l2, radius, d, sg, iota, batch_size, loss.lipschitz) for sg in sigma]
+    radius = scheds[0][0]
+    if algorithm == "convex":      # η_t = c_e/√t with c_e = 2R/G_e: a per-model multiplier of 1/√t
+        step_c = np.array([sch.c for _, sch, _ in scheds])
+        schedule = StepSchedule.inv_sqrt(1.0)
+    else:
+        step_c = np.ones(eps.size)
+        schedule = scheds[0][1]
+    hook = gaussian_noise_many(np.repeat(sigma * math.sqrt(iota), K), batch_size)
+    W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
+                  step_scale=np.repeat(step_c, K), batch_noise=hook, sampling="replacement", steps=steps)
+    info = {"sigma": sigma, "epsilon1": np.array([c["epsilon1"] for c in cals]),
+            "epsilon2": np.array([c["epsilon2"] for c in cals]), "step_c": step_c, "steps": steps,
+            "algorithm": algorithm, "radius": radius, "iota": iota}
+    return W.reshape(eps.size, K, -1), info
+
+
+def bolt_on_many(X, Yk, loss, passes, batch_size, epsilons, delta, rng, *, l2=0.0, eta=None, algorithm=None,
+                 sc_sensitivity="rigorous", noise="auto", radius=None):
+    """Bolt-on output perturbation (see :func:`~dpbench.learn.private_psgd.bolt_on_psgd`) for every ε: the
+    noiseless PSGD run (``last_batch="drop"``) does not depend on ε, so it is trained ONCE for the K label
+    columns and every ε of ``epsilons`` only draws its own output noise (E·K independent draws). Returns
+    ``(W (E, K, d), info)`` with ``sensitivity``, per-ε ``noise_scale`` and the noiseless ``W0`` (K, d)."""
+    Yk = np.asarray(Yk, dtype=np.float64)
+    eps, K = _budget_vectors(epsilons, Yk.shape[1])
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    loss = get_loss(loss)
+    passes = V.count("passes", passes)
+    batch_size = V.count("batch_size", batch_size)
+    l2 = V.nonnegative("l2", l2)
+    delta = V.delta_halfopen("delta", delta)
+    setup = bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, loss.lipschitz)
+    algorithm, schedule, sensitivity, eta = setup["algorithm"], setup["schedule"], setup["sensitivity"], setup["eta"]
+    W0 = psgd_many(X, Yk, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, last_batch="drop")
+    out = np.empty((eps.size, K, d))
+    scales = np.empty(eps.size)
+    kind = None
+    for i, e in enumerate(eps):
+        z, kind, scales[i] = output_noise(rng, d, sensitivity, e, delta, noise, size=K)
+        out[i] = W0 + z
+    return out, {"sensitivity": sensitivity, "noise_kind": kind, "noise_scale": scales, "W0": W0,
+                 "algorithm": algorithm, "eta": eta}

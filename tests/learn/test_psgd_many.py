@@ -1,0 +1,130 @@
+"""dpbench.learn.psgd_many: many models on shared batches equal the one-model algorithms (M = 1, same
+generator state) and each model's noise has its own calibrated scale."""
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from dpbench.learn import private_psgd as pp
+from dpbench.learn import psgd_many as pm
+
+engine = importlib.import_module("dpbench.learn.psgd")
+
+
+def data(n=203, d=6, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.standard_normal((n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] + 0.3 * r.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def g(seed=42):
+    return np.random.default_rng(seed)
+
+
+X, y = data()
+Y1 = y[:, None]
+
+
+def test_noiseless_matches_the_engine():
+    w = engine.psgd(X, y, "logistic", 3, 10, "inv_sqrt", g(), l2=0.01, radius=5.0)
+    W = pm.psgd_many(X, Y1, "logistic", 3, 10, "inv_sqrt", g(), l2=0.01, radius=5.0)
+    np.testing.assert_allclose(W[0], w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("delta,l2,radius", [(0.0, 0.0, None), (1e-3, 0.01, 100.0)])
+def test_scs13_matches_one_model(delta, l2, radius):
+    w, info = pp.scs13_psgd(X, y, "logistic", 3, 10, 0.5, g(), l2=l2, radius=radius, delta=delta)
+    W, minfo = pm.scs13_many(X, Y1, "logistic", 3, 10, [0.5], g(), l2=l2, radius=radius, delta=delta)
+    np.testing.assert_allclose(W[0, 0], w, rtol=1e-12, atol=1e-14)
+    assert minfo["noise_scale"][0] == pytest.approx(info["noise_scale"])
+
+
+@pytest.mark.parametrize("l2,radius", [(0.01, None), (0.0, 3.0)])
+def test_bst14_matches_one_model(l2, radius):
+    w, info = pp.bst14_psgd(X, y, "logistic", 0.5, 1e-3, g(), batch_size=10, passes=2, l2=l2, radius=radius)
+    W, minfo = pm.bst14_many(X, Y1, "logistic", [0.5], 1e-3, g(), batch_size=10, passes=2, l2=l2, radius=radius)
+    np.testing.assert_allclose(W[0, 0], w, rtol=1e-10, atol=1e-12)
+    assert minfo["sigma"][0] == pytest.approx(info["sigma"]) and minfo["steps"] == info["steps"]
+
+
+@pytest.mark.parametrize("l2,delta", [(0.01, 0.0), (0.0, 1e-3), (0.01, 1e-3)])
+def test_bolt_on_matches_one_model(l2, delta):
+    w, info = pp.bolt_on_psgd(X, y, "logistic", 3, 10, 0.5, delta, g(), l2=l2)
+    W, minfo = pm.bolt_on_many(X, Y1, "logistic", 3, 10, [0.5], delta, g(), l2=l2)
+    np.testing.assert_allclose(W[0, 0], w, rtol=1e-12, atol=1e-14)
+    assert minfo["sensitivity"] == pytest.approx(info["sensitivity"])
+    assert minfo["noise_scale"][0] == pytest.approx(info["noise_scale"])
+
+
+def test_models_train_independently_on_shared_batches():
+    """Without noise, column k of a 3-column run equals a 1-column run on the same permutations."""
+    Y = np.column_stack([y, -y, np.where(X[:, 1] > 0, 1.0, -1.0)])
+    W = pm.psgd_many(X, Y, "logistic", 2, 7, 0.3, g(3), l2=0.0)
+    for k in range(3):
+        np.testing.assert_allclose(W[k], pm.psgd_many(X, Y[:, k:k + 1], "logistic", 2, 7, 0.3, g(3))[0],
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_per_model_step_scale_and_radius():
+    Y = np.column_stack([y, y])
+    W = pm.psgd_many(X, Y, "logistic", 1, 5, 0.5, g(), step_scale=[1.0, 0.5], radius=[10.0, 0.01])
+    w0 = pm.psgd_many(X, Y1, "logistic", 1, 5, 0.5, g(), radius=10.0)[0]
+    np.testing.assert_allclose(W[0], w0, rtol=1e-12)
+    assert np.linalg.norm(W[1]) <= 0.01 + 1e-12
+
+
+def test_l2_laplace_noise_scales_per_model():
+    """‖Z_m‖ ~ Gamma(d, 2/ε_m) / b: the mean norm of each model's draws matches 2d/(ε_m b)."""
+    eps = np.array([0.5, 2.0, 8.0])
+    hook = pm.l2_laplace_noise_many(eps)
+    r = g(7)
+    d, b = 5, 4
+    norms = np.array([np.linalg.norm(hook(r, 3, d, b), axis=1) for _ in range(4000)])
+    expected = 2 * d / (eps * b)
+    sd = np.sqrt(d) * 2 / (eps * b) / math.sqrt(4000)          # std of Gamma(d, θ) is √d θ
+    assert np.all(np.abs(norms.mean(axis=0) - expected) < 5 * sd)
+
+
+def test_gaussian_noise_scales_per_model_and_batch_divisor():
+    hook = pm.gaussian_noise_many([1.0, 3.0], batch_size=2)
+    z = np.array([hook(g(i), 2, 4, 10) for i in range(3000)])      # m = 10 > b = 2: divisor 2
+    np.testing.assert_allclose(z.std(axis=(0, 2)), [0.5, 1.5], rtol=0.05)
+    with pytest.raises(ValueError, match="built for 2 models"):
+        hook(g(), 3, 4, 10)
+
+
+def test_bolt_on_many_shares_one_noiseless_run_across_epsilons():
+    Yk = np.column_stack([y, -y])
+    W, info = pm.bolt_on_many(X, Yk, "logistic", 2, 5, [0.5, 1.0, 2.0], 0.0, g())
+    assert W.shape == (3, 2, X.shape[1]) and info["W0"].shape == (2, X.shape[1])
+    np.testing.assert_allclose(info["noise_scale"], info["sensitivity"] / np.array([0.5, 1.0, 2.0]))
+    W0 = pm.psgd_many(X, Yk, "logistic", 2, 5, 1 / math.sqrt(X.shape[0]), g(), last_batch="drop")
+    np.testing.assert_allclose(info["W0"], W0, rtol=1e-12)
+
+
+def test_bst14_convex_step_depends_on_sigma():
+    W, info = pm.bst14_many(X, Y1, "logistic", [0.2, 2.0], 1e-3, g(), batch_size=5, radius=2.0)
+    d = X.shape[1]
+    G = np.sqrt(d * info["sigma"] ** 2 * 4 + 25)
+    np.testing.assert_allclose(info["step_c"], 4.0 / G)
+    assert info["sigma"][0] > info["sigma"][1]
+    assert np.all(np.linalg.norm(W, axis=-1) <= 2.0 + 1e-9)
+
+
+def test_one_vs_all_labels_and_validation():
+    Yk = pm.one_vs_all_labels(np.array([0, 2, 1, 2]), 3)
+    np.testing.assert_array_equal(Yk, [[1, -1, -1], [-1, -1, 1], [-1, 1, -1], [-1, -1, 1]])
+    with pytest.raises(ValueError, match="labels Y must be -1 or \\+1"):
+        pm.psgd_many(X, np.zeros((X.shape[0], 1)), "logistic", 1, 5, 0.1, g())
+    with pytest.raises(ValueError, match="same n"):
+        pm.psgd_many(X, Y1[:-1], "logistic", 1, 5, 0.1, g())
+    with pytest.raises(ValueError, match="sampling"):
+        pm.psgd_many(X, Y1, "logistic", 1, 5, 0.1, g(), sampling="poisson")
+    with pytest.raises(ValueError, match="epsilons"):
+        pm.scs13_many(X, Y1, "logistic", 1, 5, [0.0], g())
+    with pytest.raises(ValueError, match="radius"):
+        pm.bst14_many(X, Y1, "logistic", [1.0], 1e-3, g())
