@@ -84,15 +84,18 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
                 fontsize=7, va="top", color="darkred",
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    return save_figure(fig, out, caption_text(spec, deviations, df))
+
+
+def save_figure(fig, out: str | Path, caption: str) -> str:
+    """Write ``fig`` as PNG to ``out`` and ``caption`` beside it (``.txt``), both atomically; close ``fig``."""
     import io
 
+    out = Path(out)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
     atomic_write_bytes(out, buf.getvalue())
-    caption = caption_text(spec, deviations, df)
     atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
     return caption
 

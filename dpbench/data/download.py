@@ -90,6 +90,20 @@ def _say(progress: bool, msg: str) -> None:
         print(f"[dpbench.data] {msg}", file=sys.stderr, flush=True)
 
 
+def copy_source(kind: str, location: str, out, label: str, timeout: float, progress: bool) -> None:
+    """Copy one source into the open binary file ``out``: a local file (``kind="path"``) or a URL."""
+    if kind == "path":
+        src = Path(location)
+        if not src.is_file():
+            raise FileNotFoundError(f"no such file {src}")
+        _say(progress, f"copying {label} from {src}")
+        with open(src, "rb") as f:
+            shutil.copyfileobj(f, out, _CHUNK)
+    else:
+        _say(progress, f"downloading {label} from {location}")
+        _copy_url(location, out, timeout, progress)
+
+
 def _copy_url(url: str, out, timeout: float, progress: bool) -> None:
     req = urllib.request.Request(url, headers={"User-Agent": "dpbench-data/0.1"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -153,16 +167,7 @@ def fetch_file(
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:
-                if kind == "path":
-                    src = Path(location)
-                    if not src.is_file():
-                        raise FileNotFoundError(f"no such file {src}")
-                    _say(progress, f"copying {filename} from {src}")
-                    with open(src, "rb") as f:
-                        shutil.copyfileobj(f, out, _CHUNK)
-                else:
-                    _say(progress, f"downloading {filename} from {location}")
-                    _copy_url(location, out, timeout, progress)
+                copy_source(kind, location, out, filename, timeout, progress)
             got = file_digest(tmp, algorithm)
             if got != expected:
                 raise ValueError(f"{algorithm} mismatch: expected {expected}, got {got}")

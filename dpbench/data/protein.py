@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbench.data.download import DownloadError, _copy_url, _is_url, _say, file_digest
+from dpbench.data.download import DownloadError, _is_url, _say, copy_source, file_digest
 from dpbench.data.parsed import cached_parse, seeded_split, write_parsed
 from dpbench.data.raw import RawSplit
 
@@ -174,16 +174,7 @@ def protein_arrays(
         tmp, extracted = Path(tmp_name), None
         try:
             with os.fdopen(fd, "wb") as out:
-                if kind == "path":
-                    src = Path(location)
-                    if not src.is_file():
-                        raise FileNotFoundError(f"no such file {src}")
-                    _say(progress, f"copying {src.name} from {src.parent}")
-                    with open(src, "rb") as f:
-                        shutil.copyfileobj(f, out, _CHUNK)
-                else:
-                    _say(progress, f"downloading {location}")
-                    _copy_url(location, out, timeout, progress)
+                copy_source(kind, location, out, Path(location).name, timeout, progress)
             candidate = tmp
             if tarfile.is_tarfile(tmp):
                 extracted = candidate = _extract_member(tmp, cache_dir)

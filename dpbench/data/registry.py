@@ -109,29 +109,6 @@ def _mnist_substitute(cache_dir: Path, seed: int, n_train, n_test) -> Dataset:
     )
 
 
-def _load_mnist(cache_dir: Path, mirror, source: str, seed: int, n_train, n_test) -> Dataset:
-    if source == "substitute":
-        return _mnist_substitute(cache_dir, seed, n_train, n_test)
-    try:
-        return _mnist_real(cache_dir, mirror, seed, n_train, n_test)
-    except DownloadError as exc:
-        if source == "real":
-            raise
-        reason = exc.attempts[-1][1] if exc.attempts else str(exc).splitlines()[0]
-        log.warning(
-            "MNIST is not available (%s: %s). Using the labelled substitute %r (%s) instead; results, figures "
-            "and the report record this variant. To use real MNIST, put the files %s in a folder and set "
-            "`data.mirror` in the config (or copy them to %s), or set source='real' to make this an error.",
-            exc.filename,
-            reason,
-            _substitute.VARIANT,
-            _substitute.DESCRIPTION,
-            ", ".join(_mnist.MNIST_FILES),
-            cache_dir / "mnist",
-        )
-        return _mnist_substitute(cache_dir, seed, n_train, n_test)
-
-
 def _tabular_dataset(name: str, variant: str, is_substitute: bool, raw, n_train, n_test, description: str) -> Dataset:
     for arg, v, have in (("n_train", n_train, raw.X_train.shape[0]), ("n_test", n_test, raw.X_test.shape[0])):
         if v is not None and v > have:
@@ -155,14 +132,15 @@ def _tabular_substitute(name: str, seed: int, n_train, n_test) -> Dataset:
     return _tabular_dataset(name, spec.variant, True, raw, None, None, spec.description)
 
 
-def _binary_loader(name: str, real: Callable[..., Dataset], how: str) -> Callable[..., Dataset]:
-    """A registry loader for a binary dataset: the real data via ``real(cache_dir, mirror, seed, n_train,
-    n_test)``, its labelled synthetic substitute, or (``auto``) the real data with a WARNING fallback."""
+def _fallback_loader(name: str, real: Callable[..., Dataset], substitute: Callable[..., Dataset],
+                     variant: str, description: str, how: str) -> Callable[..., Dataset]:
+    """A registry loader: the real data via ``real(cache_dir, mirror, seed, n_train, n_test)``, the labelled
+    substitute via ``substitute(cache_dir, seed, n_train, n_test)``, or (``auto``) the real data with a
+    WARNING fallback to the substitute that says how to provide the real files (``how``, with ``{cache}``)."""
 
     def load(cache_dir: Path, mirror, source: str, seed: int, n_train, n_test) -> Dataset:
-        spec = _tabular.SPECS[name]
         if source == "substitute":
-            return _tabular_substitute(name, seed, n_train, n_test)
+            return substitute(cache_dir, seed, n_train, n_test)
         try:
             return real(cache_dir, mirror, seed, n_train, n_test)
         except DownloadError as exc:
@@ -173,11 +151,17 @@ def _binary_loader(name: str, real: Callable[..., Dataset], how: str) -> Callabl
                 "%s is not available (%s: %s). Using the labelled substitute %r (%s) instead; results, figures "
                 "and the report record this variant. To use the real data, %s, or set source='real' to make "
                 "this an error.",
-                name, exc.filename, reason, spec.variant, spec.description, how.format(cache=cache_dir / name),
+                name, exc.filename, reason, variant, description, how.format(cache=cache_dir / name.lower()),
             )
-            return _tabular_substitute(name, seed, n_train, n_test)
+            return substitute(cache_dir, seed, n_train, n_test)
 
     return load
+
+
+def _binary_loader(name: str, real: Callable[..., Dataset], how: str) -> Callable[..., Dataset]:
+    spec = _tabular.SPECS[name]
+    return _fallback_loader(name, real, lambda cache_dir, seed, n_train, n_test: _tabular_substitute(
+        name, seed, n_train, n_test), spec.variant, spec.description, how)
 
 
 def _covertype_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
@@ -197,7 +181,11 @@ DATASETS: dict[str, DatasetEntry] = {
         name="mnist",
         description="MNIST 60,000/10,000, 28×28, 10 classes (substitute: deformed scikit-learn digits)",
         substitute_variant=_substitute.VARIANT,
-        load=_load_mnist,
+        load=_fallback_loader(
+            "MNIST", _mnist_real, _mnist_substitute, _substitute.VARIANT, _substitute.DESCRIPTION,
+            f"put the files {', '.join(_mnist.MNIST_FILES)} in a folder and set `data.mirror` in the config "
+            "(or copy them to {cache})",
+        ),
     ),
     "covertype": DatasetEntry(
         name="covertype",

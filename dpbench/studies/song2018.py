@@ -10,7 +10,6 @@ Fig. 7.5 (physical activity, SIMULATED stand-in), Table 7.2 (time to compute the
 from __future__ import annotations
 
 import html
-import io
 import math
 from pathlib import Path
 
@@ -359,17 +358,9 @@ def _simulated_label(fig, text, top: bool = True):
 
 
 def _save(fig, out: Path, caption: str) -> str:
-    import matplotlib.pyplot as plt
+    from dpbench.plot import save_figure
 
-    from dpbench.store import atomic_write_bytes
-
-    out = Path(out)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
-    atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
-    return caption
+    return save_figure(fig, out, caption)
 
 
 def _plot_fig7_4(df, ax_list):
