@@ -128,3 +128,35 @@ def test_one_vs_all_labels_and_validation():
         pm.scs13_many(X, Y1, "logistic", 1, 5, [0.0], g())
     with pytest.raises(ValueError, match="radius"):
         pm.bst14_many(X, Y1, "logistic", [1.0], 1e-3, g())
+
+
+def _scs13_logratios(eps_noise, N=20_000, seed=5, min_count=200):
+    """1-d tight pair (x = 1; S: four labels +1, S′: one flipped). With the Huber hinge in its linear region
+    at w = 0 the gradient sums differ by exactly 2 = SCS13's sensitivity, and one update (b = n = 4, η₁ = 1)
+    releases w = −(mean gradient + Z/4). N models at once = N independent releases of each dataset."""
+    from dpbench.learn.psgd import HuberHingeLoss
+
+    X = np.ones((4, 1))
+    ys = (np.ones(4), np.array([1.0, 1.0, 1.0, -1.0]))
+    out = [pm.scs13_many(X, yy[:, None], HuberHingeLoss(0.5), 1, 4, np.full(N, eps_noise), g(seed + j))[0][:, 0, 0]
+           for j, yy in enumerate(ys)]
+    edges = np.linspace(-2.5, 3.5, 49)
+    c1, _ = np.histogram(out[0], edges)
+    c2, _ = np.histogram(out[1], edges)
+    ok = (c1 >= min_count) & (c2 >= min_count)
+    assert ok.sum() >= 8
+    return np.log(c1[ok] / c2[ok]), np.sqrt(1.0 / c1[ok] + 1.0 / c2[ok])
+
+
+def test_scs13_many_statistical_neighbour_test():
+    """ε-DP of one SCS13 update (ε/k with k = 1): every bin's log-ratio within ε + 4 s.e., and the bound is
+    nearly attained (the pair is tight)."""
+    lr, se = _scs13_logratios(1.0)
+    assert np.all(np.abs(lr) <= 1.0 + 4.0 * se)
+    assert np.abs(lr).max() >= 0.8
+
+
+def test_scs13_many_neighbour_test_has_power():
+    """Noise calibrated for ε = 2 fails the ε = 1 check."""
+    lr, se = _scs13_logratios(2.0)
+    assert np.any(np.abs(lr) > 1.0 + 4.0 * se)
