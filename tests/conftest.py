@@ -48,6 +48,24 @@ TINY = {
                 "fig7_5": {"trials": 2},
             },
         },
+        "wu2016": {
+            "repetitions": 1,
+            "datasets": {"mnist": {"n_train": 400, "n_test": 200}, "protein": {"n_train": 400, "n_test": 200},
+                         "covertype": {"n_train": 400, "n_test": 200}},
+            "figures": {
+                "fig3_2": {"datasets": ["protein"], "tests": [1, 2], "methods": ["noiseless", "bolt_on"],
+                           "passes": 2, "epsilons": {"protein": [0.1, 0.5]}},
+                "fig3_3": None,
+                "fig3_4": {"datasets": ["covertype"], "epochs": [1], "batch_sizes": [10], "runs": 2, "warmup": 0},
+            },
+        },
+        "estimation": {
+            "figures": {
+                "mean_vs_d": {"n": 200, "dims": [2, 8], "repetitions": 3},
+                "cov_vs_d": {"n": 200, "dims": [2, 4], "repetitions": 3},
+                "ldp_vs_n": {"ns": [100, 1000], "epsilons": [1.0], "repetitions": 3},
+            },
+        },
     }
 }
 
@@ -63,5 +81,6 @@ def tiny_config(tmp_path, data_dir):
     over = copy.deepcopy(TINY)
     over.update({"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
                  "cache_dir": str(tmp_path / "results" / "cache"),
-                 "data": {"cache_dir": str(data_dir), "mnist_source": "substitute"}})
+                 "data": {"cache_dir": str(data_dir), "mnist_source": "substitute", "covertype_source": "substitute",
+                    "protein_source": "substitute"}})
     return load_config(DEFAULT_CONFIG_PATH, overrides=over)

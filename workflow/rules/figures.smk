@@ -8,7 +8,7 @@ rule figure:
         png=report(f"{FIG}/{{study}}/{{figure}}.png", caption="../report/figure.rst", category="{study}"),
         txt=f"{FIG}/{{study}}/{{figure}}.txt",
     wildcard_constraints:
-        figure="(fig|table)[A-Za-z0-9_]+",
+        figure="(fig|table)[A-Za-z0-9_]+|[a-z]+_vs_[a-z]+",  # figN / tableN / <y>_vs_<x> (estimation)
     params:
         caption=lambda w: W.caption_rst(CONFIG, w.study, w.figure),
     log:

@@ -1,0 +1,395 @@
+"""Computations of wu2016 chapter 3 (spec ../shared/spec/wu2016.md §1 E3.2–E3.4, §2.3–2.6, §3, §7): bolt-on
+private PSGD against SCS13 and BST14 for logistic regression on MNIST (50-d Gaussian random projection,
+one-vs-all), Protein and Covertype, every row on the unit sphere.
+
+Unit of work and of caching: one (dataset, method, convexity, repetition, batch size b, passes k) training run
+that serves EVERY ε of the grid (and, for the bolt-on method, both δ of the tests sharing its convexity: the
+noiseless PSGD output is trained once and only the output noise differs). The many models of one unit (ε values
+× one-vs-all classes) are trained side by side by :mod:`dpbench.learn.psgd_many`. The runtime experiment
+(Fig. 3.4) times the one-model functions of :mod:`dpbench.learn.private_psgd` on the aggregate engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+import logging
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from dpbench.data import load_dataset
+from dpbench.data import transforms as T
+from dpbench.learn import private_psgd as pp
+from dpbench.learn import psgd_many as many
+from dpbench.rng import generator
+from dpbench.store import Store, content_key
+
+engine = importlib.import_module("dpbench.learn.psgd")   # the module (dpbench.learn exports a function psgd)
+log = logging.getLogger(__name__)
+
+STUDY = "wu2016"
+METHODS = ("noiseless", "bolt_on", "scs13", "bst14")
+LABELS = {"noiseless": "Noiseless", "bolt_on": "Ours (bolt-on)", "scs13": "SCS13", "bst14": "BST14"}
+DATASETS = ("mnist", "protein", "covertype")
+DATASET_LABELS = {"mnist": "MNIST", "protein": "Protein", "covertype": "Forest Covertype"}
+TESTS = {1: ("convex", False), 2: ("convex", True), 3: ("strongly_convex", False), 4: ("strongly_convex", True)}
+TEST_LABELS = {1: "Test 1: convex, ε-DP", 2: "Test 2: convex, (ε,δ)-DP", 3: "Test 3: strongly convex, ε-DP",
+               4: "Test 4: strongly convex, (ε,δ)-DP"}
+RUNTIME_METHODS = METHODS
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    """Hash of the sources every chapter-3 series depends on (engine, private algorithms, this module)."""
+    import sys
+
+    h = hashlib.sha256()
+    for mod in (engine, pp, many, sys.modules[__name__]):
+        h.update(inspect.getsource(mod).encode())
+    return h.hexdigest()[:16]
+
+
+def _cfg(config: dict) -> dict:
+    return config["studies"][STUDY]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# data: unit-sphere rows (MNIST: 50-d Gaussian random projection first), prepared once, shared by every job
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _source(config: dict, name: str) -> str:
+    return config["data"].get(f"{name}_source", "auto")
+
+
+def dataset_payload(config: dict, name: str) -> dict:
+    cfg = _cfg(config)
+    d = cfg["datasets"][name]
+    p = {"dataset": name, "n_train": d["n_train"], "n_test": d["n_test"], "source": _source(config, name),
+         "mirror": config["data"]["mirror"], "substitute_seed": config["data"]["substitute_seed"],
+         "split_seed": config["seed"]}
+    if name == "mnist":
+        p["projection"] = {"dim": cfg["projection"]["dim"], "seed": cfg["projection"]["seed"]}
+    return p
+
+
+def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
+    p = dataset_payload(config, name)
+    ds = load_dataset(name, cache_dir=config["data"]["cache_dir"], mirror=config["data"]["mirror"],
+                      source=p["source"], seed=p["substitute_seed"] if name == "mnist" else config["seed"],
+                      n_train=p["n_train"], n_test=p["n_test"])
+    Xtr, Xte = np.asarray(ds.X_train, dtype=np.float64), np.asarray(ds.X_test, dtype=np.float64)
+    if name == "mnist":
+        Xtr, Xte = T.gaussian_random_projection(Xtr, Xte, p["projection"]["dim"], p["projection"]["seed"])
+    out = {"X_train": T.unit_sphere_rows(Xtr), "X_test": T.unit_sphere_rows(Xte),
+           "y_train": np.asarray(ds.y_train), "y_test": np.asarray(ds.y_test),
+           "variant": np.array(ds.variant), "is_substitute": np.array(ds.is_substitute),
+           "n_classes": np.array(ds.n_classes), "description": np.array(ds.description)}
+    return out
+
+
+def load_prepared(config: dict, name: str) -> dict:
+    """The prepared arrays of dataset ``name`` (computed once per content key, then read from the cache)."""
+    key = content_key({"kind": "wu2016-ch3-data", "v": 1, **dataset_payload(config, name)})
+    a = Store(config["cache_dir"]).artefact(key, lambda: _prepare(config, name))
+    return {**a, "variant": str(a["variant"]), "is_substitute": bool(a["is_substitute"]),
+            "n_classes": int(a["n_classes"]), "description": str(a["description"])}
+
+
+def datasets_in_use(config: dict) -> list[str]:
+    figs = _cfg(config).get("figures", {})
+    used = set()
+    if figs.get("fig3_2"):
+        used |= set(figs["fig3_2"]["datasets"])
+    if figs.get("fig3_3"):
+        used.add("mnist")
+    if figs.get("fig3_4"):
+        used |= set(figs["fig3_4"]["datasets"])
+    return [d for d in DATASETS if d in used]
+
+
+def prepare_dataset(config: dict) -> dict:
+    out = {"study": STUDY, "datasets": {}}
+    for name in datasets_in_use(config):
+        a = load_prepared(config, name)
+        out["datasets"][name] = {"variant": a["variant"], "is_substitute": a["is_substitute"],
+                                 "n_train": int(a["X_train"].shape[0]), "n_test": int(a["X_test"].shape[0]),
+                                 "dim": int(a["X_train"].shape[1]), "description": a["description"]}
+    out["is_substitute"] = any(v["is_substitute"] for v in out["datasets"].values())
+    out["dataset_variant"] = ", ".join(v["variant"] for v in out["datasets"].values())
+    return out
+
+
+def label_matrix(a: dict) -> np.ndarray:
+    """(n, K) ±1 labels: K = 10 one-vs-all columns for MNIST, the single ±1 column of a binary dataset."""
+    if a["n_classes"] > 2:
+        return many.one_vs_all_labels(a["y_train"], a["n_classes"])
+    return np.asarray(a["y_train"], dtype=np.float64)[:, None]
+
+
+def test_accuracy(W: np.ndarray, a: dict) -> np.ndarray:
+    """Test accuracy of every model set in ``W`` (..., K, d): argmax over the K one-vs-all scores (MNIST) or
+    sign(⟨w, x⟩) (binary, labels ±1, a score of 0 predicts +1)."""
+    scores = np.einsum("...kd,nd->...nk", W, a["X_test"])
+    if a["n_classes"] > 2:
+        return np.mean(np.argmax(scores, axis=-1) == a["y_test"], axis=-1)
+    pred = np.where(scores[..., 0] >= 0, 1.0, -1.0)
+    return np.mean(pred == a["y_test"], axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the per-model budget (MNIST: ε/10 and δ/10 for each of the 10 binary models, spec §3 and §7 item 8)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def budget(a: dict, epsilons, private_delta: bool):
+    """(per-model ε array, per-model δ, the study δ = 1/m): δ = 1/m with m the training-set size (L778); the
+    one-vs-all models of MNIST split ε and δ evenly (basic composition over the 10 models)."""
+    m = int(a["X_train"].shape[0])
+    K = a["n_classes"] if a["n_classes"] > 2 else 1
+    delta = 1.0 / m if private_delta else 0.0
+    return np.asarray(epsilons, dtype=np.float64) / K, delta / K, delta
+
+
+def choices(config: dict) -> dict:
+    c = _cfg(config)["choices"]
+    lam = float(_cfg(config)["l2"])
+    return {"l2": lam, "eta": c["convex_eta"], "sc_sensitivity": c["sc_sensitivity"], "iota": float(c["bst14_iota"]),
+            "bst14_radius": float(c["bst14_convex_radius"] or 1.0 / lam),
+            "scs13_radius": float(c["scs13_sc_radius"] or 1.0 / lam), "noise": c["gaussian_noise"]}
+
+
+def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: tuple, epsilons, batch_size: int,
+               passes: int, rep: int) -> dict:
+    """One cached training unit: accuracy for every (test, ε). ``tests`` share ``convexity``; a noisy
+    method other than the bolt-on gets exactly one test. Returns {"acc": {test: [per ε]}, "noise_scale":
+    {test: [per ε]}, "sensitivity": float|None, "seconds": float, "variant": str, "is_substitute": bool}."""
+    payload = {"kind": "wu2016-ch3-unit", "code": code_hash(), "data": dataset_payload(config, dataset),
+               "method": method, "convexity": convexity, "tests": list(tests), "epsilons": [float(e) for e in epsilons],
+               "b": int(batch_size), "k": int(passes), "rep": int(rep), "seed": config["seed"],
+               "choices": choices(config)}
+    key = content_key(payload)
+
+    def compute():
+        a = load_prepared(config, dataset)
+        ch = choices(config)
+        Yk = label_matrix(a)
+        l2 = ch["l2"] if convexity == "strongly_convex" else 0.0
+        rng = generator(config["seed"], f"wu2016/ch3/{key}")
+        X = a["X_train"]
+        t0 = time.perf_counter()
+        acc, scales, sens = {}, {}, None
+        if method == "noiseless":      # Table 3.3: constant η (convex), 1/(γt) (strongly convex); unconstrained
+            sched = engine.StepSchedule.inv_gamma_t(l2) if l2 else engine.StepSchedule.constant(
+                ch["eta"] or 1.0 / math.sqrt(X.shape[0]))
+            W = many.psgd_many(X, Yk, "logistic", passes, batch_size, sched, rng, l2=l2)
+            v = float(test_accuracy(W, a))
+            for t in tests:
+                acc[t], scales[t] = [v] * len(epsilons), [0.0] * len(epsilons)
+        elif method == "bolt_on":      # one noiseless run, output noise per (test δ, ε)
+            for i, t in enumerate(tests):
+                eps_m, delta_m, _ = budget(a, epsilons, TESTS[t][1])
+                if i == 0:
+                    W, info = many.bolt_on_many(X, Yk, "logistic", passes, batch_size, eps_m, delta_m, rng, l2=l2,
+                                                eta=None if l2 else ch["eta"], sc_sensitivity=ch["sc_sensitivity"],
+                                                noise="auto" if delta_m == 0 else ch["noise"])
+                    W0, sens = info["W0"], info["sensitivity"]
+                    sc = info["noise_scale"]
+                else:
+                    W = np.empty((len(eps_m),) + W0.shape)
+                    sc = np.empty(len(eps_m))
+                    for j, e in enumerate(eps_m):
+                        z, _, sc[j] = pp.output_noise(rng, X.shape[1], sens, e, delta_m,
+                                                      "auto" if delta_m == 0 else ch["noise"], size=W0.shape[0])
+                        W[j] = W0 + z
+                acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(sc).tolist()
+            acc["noiseless_run"] = float(test_accuracy(W0, a))
+        elif method == "scs13":        # 1/√t; radius 1/λ in the regularised case, else unconstrained
+            (t,) = tests
+            eps_m, delta_m, _ = budget(a, epsilons, TESTS[t][1])
+            W, info = many.scs13_many(X, Yk, "logistic", passes, batch_size, eps_m, rng, delta=delta_m, l2=l2,
+                                      radius=ch["scs13_radius"] if l2 else None)
+            acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(info["noise_scale"]).tolist()
+        elif method == "bst14":
+            (t,) = tests
+            eps_m, delta_m, _ = budget(a, epsilons, True)
+            W, info = many.bst14_many(X, Yk, "logistic", eps_m, delta_m, rng, batch_size=batch_size, passes=passes,
+                                      l2=l2, radius=None if l2 else ch["bst14_radius"], iota=ch["iota"])
+            acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(info["sigma"]).tolist()
+        else:
+            raise ValueError(f"unknown method {method!r}; known: {METHODS}")
+        return {"acc": {str(k): v for k, v in acc.items()}, "noise_scale": {str(k): v for k, v in scales.items()},
+                "sensitivity": sens, "seconds": time.perf_counter() - t0, "variant": a["variant"],
+                "is_substitute": a["is_substitute"], "n_train": int(X.shape[0])}
+
+    return Store(config["cache_dir"]).record(key, compute)
+
+
+def units(method: str, tests) -> list[tuple[str, tuple]]:
+    """(convexity, tests) training units of ``method`` for the requested tests (BST14: (ε,δ) tests only)."""
+    out = []
+    for conv in ("convex", "strongly_convex"):
+        ts = tuple(t for t in tests if TESTS[t][0] == conv and (method != "bst14" or TESTS[t][1]))
+        if not ts:
+            continue
+        if method in ("scs13", "bst14"):
+            out += [(conv, (t,)) for t in ts]
+        else:
+            out.append((conv, ts))
+    return out
+
+
+def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, rep, curve="", metric="test_accuracy"):
+    rows = []
+    for t in tests:
+        for j, e in enumerate(epsilons):
+            rows.append({"study": STUDY, "figure": figure, "series": series, "method": method,
+                         "method_label": LABELS[method], "dataset": dataset, "dataset_variant": rec["variant"],
+                         "is_substitute": bool(rec["is_substitute"]), "test": int(t), "x_name": "epsilon",
+                         "x": float(e), "epsilon": float(e), "batch_size": int(b), "passes": int(k), "rep": int(rep),
+                         "curve": curve, "metric": metric, "value": float(rec["acc"][str(t)][j]),
+                         "noise_scale": float(rec["noise_scale"][str(t)][j]),
+                         "sensitivity": float("nan") if rec["sensitivity"] is None else float(rec["sensitivity"]),
+                         "n_train": int(rec["n_train"]), "unit_seconds": float(rec["seconds"]),
+                         "seed": int(config["seed"])})
+    return rows
+
+
+def _run_jobs(jobs, n_jobs):
+    if n_jobs > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(train_unit)(*j) for j in jobs)
+    return [train_unit(*j) for j in jobs]
+
+
+def run_fig3_2(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
+    """Test accuracy vs ε for the four tests (b = 50, 10 passes): series ``<dataset>_<method>``."""
+    fc = _cfg(config)["figures"]["fig3_2"]
+    dataset, method = series.split("_", 1)
+    eps = [float(e) for e in fc["epsilons"][dataset]]
+    b, k, reps = int(fc["batch_size"]), int(fc["passes"]), int(_cfg(config)["repetitions"])
+    plan = [(conv, ts, r) for conv, ts in units(method, fc["tests"]) for r in range(reps)]
+    log.info("wu2016 fig3_2 %s: %d training units (each serves %d ε values)", series, len(plan), len(eps))
+    recs = _run_jobs([(config, dataset, method, conv, ts, eps, b, k, r) for conv, ts, r in plan], n_jobs)
+    rows = []
+    for (conv, ts, r), rec in zip(plan, recs):
+        rows += _rows(config, "fig3_2", series, dataset, method, rec, ts, eps, b, k, r)
+    return pd.DataFrame(rows)
+
+
+FIG3_3_PANELS = {"panel_a": (1, "passes"), "panel_b": (3, "passes"), "panel_c": (1, "batch")}
+
+
+def run_fig3_3(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
+    """MNIST, bolt-on only (plus its noiseless run as a reference): (a) Test 1, b = 1, k ∈ passes;
+    (b) Test 3, b = 50, k ∈ passes; (c) Test 1, k = 20, b ∈ batch sizes."""
+    fc = _cfg(config)["figures"]["fig3_3"]
+    test, varies = FIG3_3_PANELS[series]
+    eps = [float(e) for e in fc["epsilons"]]
+    reps = int(_cfg(config)["repetitions"])
+    if varies == "passes":
+        b = int(fc["panel_a_batch_size"] if series == "panel_a" else fc["panel_b_batch_size"])
+        settings = [(b, int(k), f"k = {k}") for k in fc["passes"]]
+    else:
+        settings = [(int(b), int(fc["panel_c_passes"]), f"b = {b}") for b in fc["batch_sizes"]]
+    conv = TESTS[test][0]
+    plan = [(b, k, c, r) for b, k, c in settings for r in range(reps)]
+    recs = _run_jobs([(config, "mnist", "bolt_on", conv, (test,), eps, b, k, r) for b, k, c, r in plan], n_jobs)
+    rows = []
+    for (b, k, c, r), rec in zip(plan, recs):
+        rows += _rows(config, "fig3_3", series, "mnist", "bolt_on", rec, (test,), eps, b, k, r, curve=c)
+        ref = dict(rec, acc={str(test): [rec["acc"]["noiseless_run"]] * len(eps)},
+                   noise_scale={str(test): [0.0] * len(eps)}, sensitivity=None)
+        rows += _rows(config, "fig3_3", series, "mnist", "noiseless", ref, (test,), eps, b, k, r, curve=c)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Fig. 3.4: runtime on the one-model aggregate engine, strongly convex (ε, δ)-DP, as ratios to noiseless
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _timed_call(method: str, X, y, passes, b, eps, delta, l2, rng, ch):
+    if method == "noiseless":
+        return engine.psgd(X, y, "logistic", passes, b, engine.StepSchedule.inv_gamma_t(l2), rng, l2=l2)
+    if method == "bolt_on":
+        return pp.bolt_on_psgd(X, y, "logistic", passes, b, eps, delta, rng, l2=l2, noise=ch["noise"],
+                               sc_sensitivity=ch["sc_sensitivity"])
+    if method == "scs13":
+        return pp.scs13_psgd(X, y, "logistic", passes, b, eps, rng, l2=l2, radius=ch["scs13_radius"], delta=delta)
+    if method == "bst14":
+        return pp.bst14_psgd(X, y, "logistic", eps, delta, rng, batch_size=b, passes=passes, l2=l2, iota=ch["iota"])
+    raise ValueError(f"unknown method {method!r}")
+
+
+def time_point(config: dict, dataset: str, sweep: str, passes: int, b: int) -> dict:
+    """Wall-clock seconds of every method at (passes, b): ``warmup`` untimed rounds, then ``runs`` timed
+    rounds; within a round the methods run in a rotated order so slow drifts hit all of them alike. Cached."""
+    fc = _cfg(config)["figures"]["fig3_4"]
+    payload = {"kind": "wu2016-ch3-time", "code": code_hash(), "data": dataset_payload(config, dataset),
+               "k": int(passes), "b": int(b), "eps": float(fc["epsilon"]), "runs": int(fc["runs"]),
+               "warmup": int(fc["warmup"]), "choices": choices(config), "seed": config["seed"]}
+    key = content_key(payload)
+
+    def compute():
+        a = load_prepared(config, dataset)
+        ch = choices(config)
+        X = np.ascontiguousarray(a["X_train"])
+        y = label_matrix(a)[:, 0]     # MNIST: the digit-0-vs-rest model (one of the ten)
+        eps_m, delta_m, _ = budget(a, [fc["epsilon"]], True)
+        times = {m: [] for m in RUNTIME_METHODS}
+        for r in range(int(fc["warmup"]) + int(fc["runs"])):
+            order = RUNTIME_METHODS[r % 4:] + RUNTIME_METHODS[:r % 4]
+            for m in order:
+                rng = generator(config["seed"], f"wu2016/ch3/time/{key}/{m}/{r}")
+                t0 = time.perf_counter()
+                _timed_call(m, X, y, passes, b, float(eps_m[0]), delta_m, ch["l2"], rng, ch)
+                dt = time.perf_counter() - t0
+                if r >= int(fc["warmup"]):
+                    times[m].append(dt)
+        return {"times": times, "variant": a["variant"], "is_substitute": a["is_substitute"],
+                "n_train": int(X.shape[0])}
+
+    return Store(config["cache_dir"]).record(key, compute)
+
+
+def run_fig3_4(config: dict, dataset: str, n_jobs: int = 1) -> pd.DataFrame:
+    """Runtime vs epochs (b = ``epochs_batch_size``) and vs batch size (1 epoch); rows: seconds and the ratio
+    to noiseless of every timed run (the plot averages them with a 90% t-interval)."""
+    fc = _cfg(config)["figures"]["fig3_4"]
+    points = [("epochs", int(k), int(fc["epochs_batch_size"])) for k in fc["epochs"]]
+    points += [("batch", 1, int(b)) for b in fc["batch_sizes"]]
+    rows = []
+    for sweep, k, b in points:
+        log.info("wu2016 fig3_4 %s: timing %s sweep, passes=%d, b=%d", dataset, sweep, k, b)
+        rec = time_point(config, dataset, sweep, k, b)
+        base = np.asarray(rec["times"]["noiseless"])
+        for m in RUNTIME_METHODS:
+            ts = np.asarray(rec["times"][m])
+            for r, (t, ratio) in enumerate(zip(ts, ts / base)):
+                common = {"study": STUDY, "figure": "fig3_4", "series": dataset, "method": m,
+                          "method_label": LABELS[m], "dataset": dataset, "dataset_variant": rec["variant"],
+                          "is_substitute": bool(rec["is_substitute"]), "test": 4, "sweep": sweep,
+                          "x_name": "passes" if sweep == "epochs" else "batch_size",
+                          "x": float(k if sweep == "epochs" else b), "epsilon": float(fc["epsilon"]),
+                          "batch_size": b, "passes": k, "rep": r, "curve": "", "n_train": int(rec["n_train"]),
+                          "seed": int(config["seed"])}
+                rows.append({**common, "metric": "runtime_s", "value": float(t)})
+                rows.append({**common, "metric": "runtime_ratio", "value": float(ratio)})
+    return pd.DataFrame(rows)
+
+
+def run_series(config: dict, figure: str, series: str, n_jobs: int = 1) -> pd.DataFrame:
+    if figure == "fig3_2":
+        return run_fig3_2(config, series, n_jobs)
+    if figure == "fig3_3":
+        return run_fig3_3(config, series, n_jobs)
+    if figure == "fig3_4":
+        return run_fig3_4(config, series, n_jobs)
+    raise ValueError(f"unknown figure {figure!r} of {STUDY}")
