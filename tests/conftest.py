@@ -46,6 +46,8 @@ TINY = {
                 "table7_2": {"repeats": 1, "chain_length": 20, "theta_grid_step": 0.4},
                 "table7_3": {"epsilons": [1.0], "trials": 2},
                 "fig7_5": {"trials": 2},
+                # chapters 3-4: disabled here (their own tiny runs: tests/song2018_ch34)
+                "fig3_1": None, "fig3_2": None, "fig3_3": None, "fig4_1": None,
             },
         },
         "wu2016": {
@@ -57,7 +59,12 @@ TINY = {
                            "passes": 2, "epsilons": {"protein": [0.1, 0.5]}},
                 "fig3_3": None,
                 "fig3_4": {"datasets": ["covertype"], "epochs": [1], "batch_sizes": [10], "runs": 2, "warmup": 0},
+                "fig4_1": {"epsilons": [1.0]},
+                "fig4_2": {"epsilons": [1.0], "methods": ["fm", "op_data_independent", "non_private"]},
+                "fig4_3": None, "fig4_5": None, "fig4_6": None, "fig4_7": None,
+                "fig4_8": {"fractions": [0.5, 1.0], "repetitions": 1, "methods": ["op_tuned_r1"]},
             },
+            "ch4": {"repetitions": 1},
         },
         "estimation": {
             "figures": {
@@ -82,5 +89,6 @@ def tiny_config(tmp_path, data_dir):
     over.update({"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
                  "cache_dir": str(tmp_path / "results" / "cache"),
                  "data": {"cache_dir": str(data_dir), "mnist_source": "substitute", "covertype_source": "substitute",
-                    "protein_source": "substitute"}})
+                    "protein_source": "substitute", "kddcup99_source": "substitute",
+                    "diabetes_source": "substitute"}})
     return load_config(DEFAULT_CONFIG_PATH, overrides=over)

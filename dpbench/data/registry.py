@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from dpbench.data import covertype as _covertype
+from dpbench.data import kddcup99 as _kddcup99
+from dpbench.data import diabetes as _diabetes
 from dpbench.data import mnist as _mnist
 from dpbench.data import protein as _protein
 from dpbench.data import substitute as _substitute
@@ -176,6 +178,30 @@ def _protein_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Datase
                             "KDD Cup 2004 Protein (bio_train.dat, random halves), labels ±1")
 
 
+def _diabetes_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
+    raw = _diabetes.load_diabetes(cache_dir / "diabetes", mirror, seed=seed)
+    return _tabular_dataset("diabetes", "diabetes", False, raw, n_train, n_test,
+                            "Pima Indians diabetes (LIBSVM `diabetes`), 768 × 8, labels ±1 (+1 diabetic)")
+
+
+def _diabetes_substitute(cache_dir: Path, seed: int, n_train, n_test) -> Dataset:
+    raw = _diabetes.load_diabetes_substitute(seed, n_train, n_test)
+    return _tabular_dataset("diabetes", _diabetes.SUBSTITUTE_VARIANT, True, raw, None, None,
+                            _diabetes.SUBSTITUTE_SPEC.description)
+
+
+def _kddcup99_real(cache_dir: Path, mirror, seed: int, n_train, n_test) -> Dataset:
+    raw = _kddcup99.load_kddcup99(cache_dir / "kddcup99", mirror, seed=seed)
+    return _tabular_dataset("kddcup99", "kddcup99", False, raw, n_train, n_test,
+                            "KDDCup99 (10% file), attack (+1) vs normal (-1), seeded 50,000-row subsample")
+
+
+def _kddcup99_substitute(cache_dir: Path, seed: int, n_train, n_test) -> Dataset:
+    raw = _kddcup99.load_kddcup99_substitute(seed, n_train, n_test)
+    return _tabular_dataset("kddcup99", _kddcup99.SUBSTITUTE_VARIANT, True, raw, None, None,
+                            _kddcup99.SUBSTITUTE_DESCRIPTION)
+
+
 DATASETS: dict[str, DatasetEntry] = {
     "mnist": DatasetEntry(
         name="mnist",
@@ -198,6 +224,18 @@ DATASETS: dict[str, DatasetEntry] = {
             "`data.mirror` in the config (or copy it to {cache})",
         ),
     ),
+    "kddcup99": DatasetEntry(
+        name="kddcup99",
+        description="KDDCup99 10% file, attack vs normal, seeded 50,000/10,000 subsample, labels ±1 "
+        "(substitute: synthetic Gaussian binary data)",
+        substitute_variant=_kddcup99.SUBSTITUTE_VARIANT,
+        load=_fallback_loader(
+            "kddcup99", _kddcup99_real, _kddcup99_substitute, _kddcup99.SUBSTITUTE_VARIANT,
+            _kddcup99.SUBSTITUTE_DESCRIPTION,
+            f"put {_kddcup99.KDD_FILE} (sha256 {_kddcup99.KDD_SHA256[:12]}…) in a folder and set `data.mirror` in "
+            "the config (or copy it to {cache})",
+        ),
+    ),
     "protein": DatasetEntry(
         name="protein",
         description="KDD Cup 2004 Protein, random halves 72,876/72,875, 74 features, labels ±1 "
@@ -207,6 +245,18 @@ DATASETS: dict[str, DatasetEntry] = {
             "protein", _protein_real,
             f"put {_protein.PROTEIN_FILE} or {_protein.PROTEIN_ARCHIVE} (from {_protein.PROTEIN_PAGE}) in a folder "
             "and set `data.mirror` in the config (or copy bio_train.dat to {cache})",
+        ),
+    ),
+    "diabetes": DatasetEntry(
+        name="diabetes",
+        description="Pima Indians diabetes (LIBSVM `diabetes`), 614/154, 8 features, labels ±1 "
+        "(substitute: synthetic Gaussian binary data)",
+        substitute_variant=_diabetes.SUBSTITUTE_VARIANT,
+        load=_fallback_loader(
+            "diabetes", _diabetes_real, _diabetes_substitute, _diabetes.SUBSTITUTE_VARIANT,
+            _diabetes.SUBSTITUTE_SPEC.description,
+            f"put the LIBSVM file `{_diabetes.LIBSVM_FILE}` (or `{_diabetes.CSV_FILE}`) in a folder and set "
+            "`data.mirror` in the config (or copy it to {cache})",
         ),
     ),
 }

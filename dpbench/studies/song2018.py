@@ -4,7 +4,8 @@ Spec: ../shared/spec/song2018.md. Implemented so far: chapter 7 (Pufferfish priv
 Mechanism, spec §5): Fig. 7.4 (synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and
 Fig. 7.5 (physical activity, SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3
 (household electricity, SIMULATED stand-in). Computation: :mod:`dpbench.studies.song2018_ch7`; mechanisms:
-:mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`.
+:mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`. Chapters 3-4 (DP mini-batch SGD, local-DP
+SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.studies.song2018_ch34`, dispatched from here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 
 from dpbench.config import ConfigError
 from dpbench.data import markov
+from dpbench.studies import song2018_ch34 as ch34
 from dpbench.studies import song2018_ch7 as ch7
 from dpbench.studies.base import FigureSpec
 
@@ -25,7 +27,9 @@ STUDY = "song2018"
 LABELS = ch7.LABELS
 DATA_NOTE = ("Data: Fig. 7.4 uses the thesis's own synthetic binary chains; Tables 7.1-7.3 and Fig. 7.5 use "
              "SIMULATED stand-ins for the private activity data and the download-only AMPds electricity data, "
-             "labelled in red on every image, in every result row and in the anchor-check table.")
+             "labelled in red on every image, in every result row and in the anchor-check table. Figs 3.1-3.3 and "
+             "4.1 use MNIST, KDDCup99 and Covertype (checksummed downloads) or, when unavailable, labelled "
+             "SUBSTITUTE data (red box on the panel), and the thesis's synthetic sphere data.")
 
 FIGURES: dict[str, FigureSpec] = {
     "fig7_4": FigureSpec(STUDY, "fig7_4", "Synthetic binary chains: L1 error vs α", "alpha", "α  (Θ = [α, 1−α])",
@@ -55,6 +59,8 @@ FIGURES: dict[str, FigureSpec] = {
                          "Fig. 7.5: exact and private aggregated relative-frequency histograms of the three groups "
                          "(ε = 1, 20 trials). GK16 does not apply.", xscale="linear", anchors=("A7.5",)),
 }
+
+FIGURES.update(ch34.FIGURES)   # chapters 3-4 (DP SGD, LDP SGD): dpbench.studies.song2018_ch34
 
 THESIS_TABLE_7_1 = {  # (group, task) -> {series: value}; None = N/A (thesis L2017-2027)
     ("cyclist", "aggregate"): dict(dp=0.2918, group_dp=0.0834, gk16=None, mqm_approx=0.0107, mqm_exact=0.0074),
@@ -95,7 +101,10 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
     def bad(key, msg):
         raise ConfigError(f"invalid config: {prefix}.{key}: {msg}")
 
+    ch34.validate(cfg, prefix)
     for name, fig in cfg.get("figures", {}).items():
+        if name in ch34.FIGURES:
+            continue
         for key in ("alphas", "epsilons"):
             values = fig.get(key)
             if values is not None and len(set(values)) != len(values):
@@ -117,7 +126,8 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
 
 
 def figure_names(cfg: dict) -> list[str]:
-    return [f for f in FIGURES if f in cfg.get("figures", {})]
+    figs = cfg.get("figures", {})
+    return [f for f in FIGURES if f in figs and (f not in ch34.FIGURES or figs[f])]   # chapter 3/4: null = disabled
 
 
 def figure(name: str) -> FigureSpec:
@@ -129,18 +139,25 @@ def figure(name: str) -> FigureSpec:
 
 def series(cfg: dict, name: str) -> list[str]:
     """The figure's series, optionally restricted by ``figures.<name>.methods``."""
+    if name in ch34.FIGURES:
+        return ch34.series(cfg, name)
     wanted = cfg["figures"][name].get("methods")
     return [m for m in figure(name).methods if wanted is None or m in wanted]
 
 
 def series_code_hash(series_name: str) -> str:
     """Every chapter-7 series is computed by the same three modules; editing any of them reruns them."""
+    if ch34.is_ch34_series(series_name):
+        return ch34.code_hash()
     return ch7.code_hash()
 
 
 def series_threads(cfg: dict, figure_name: str, series_name: str) -> int:
     """Joblib workers a series job can use: only Fig. 7.4's grid searches run in parallel; Table 7.2 asks for
-    every core so that nothing runs beside its timings; the rest is serial (1 thread, jobs run side by side)."""
+    every core so that nothing runs beside its timings; the rest is serial (1 thread, jobs run side by side).
+    Chapter 3/4 series run their units in parallel."""
+    if figure_name in ch34.FIGURES:
+        return 1 << 10
     if figure_name == "table7_2" or (figure_name == "fig7_4" and series_name in ("mqm_exact", "gk16")):
         return 1 << 10
     return 1
@@ -152,15 +169,26 @@ def dataset_signature(config: dict) -> str:
     cfg = config["studies"][STUDY]
     return json.dumps({"seed": config["seed"], "cache_dir": config["data"]["cache_dir"],
                        "activity": cfg.get("activity"), "electricity": cfg.get("electricity"),
-                       "figures": sorted(cfg.get("figures", {})), "v": markov.VERSION}, sort_keys=True)
+                       "figures": sorted(cfg.get("figures", {})), "v": markov.VERSION,
+                       "ch34": ch34.dataset_signature(config)}, sort_keys=True)
 
 
 def prepare_dataset(config: dict) -> dict:
-    return ch7.prepare_dataset(config)
+    out = ch7.prepare_dataset(config)
+    part = ch34.prepare_dataset(config)
+    if part:
+        had = bool(out["datasets"])
+        out["datasets"].update(part)
+        out["is_substitute"] = any(v["is_substitute"] for v in out["datasets"].values())
+        out["dataset_variant"] = ", ".join(sorted({v["variant"] for v in out["datasets"].values()}
+                                                  | ({out["dataset_variant"]} if not had else set())))
+    return out
 
 
 def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
     figure(figure_name)
+    if figure_name in ch34.FIGURES:
+        return ch34.run_series(config, figure_name, series_name, n_jobs)
     if series_name not in figure(figure_name).methods:
         raise ValueError(f"method {series_name!r} is not a series of {STUDY}/{figure_name}; "
                          f"known: {list(figure(figure_name).methods)}")
@@ -196,6 +224,8 @@ REAL_DATA_NOTES = [
 
 
 def deviations(cfg: dict, name: str) -> list[str]:
+    if name in ch34.FIGURES:
+        return ch34.deviations(cfg, name)
     fc = cfg["figures"][name]
     out: list[str] = []
     if name == "fig7_4":
@@ -444,6 +474,8 @@ def _table_image(name, df, t: pd.DataFrame, simulated: str | None):
 
 def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     """Draw a figure or render a table (image + Markdown in the caption file) from result rows only."""
+    if name in ch34.FIGURES:
+        return ch34.plot(config, name, df, out)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -659,4 +691,5 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             add("A7.2b", "table7_2", "electricity: MQMExact an order of magnitude slower than MQMApprox but < 5 min "
                 "(L2064)", f"×{ratios['electricity']:.0f}; MQMExact {m[('mqm_exact', 'electricity')]:.2f} s",
                 m[("mqm_exact", "electricity")], ratios["electricity"] >= 10 and m[("mqm_exact", "electricity")] < 300)
+    rows += ch34.anchor_checks(frames)
     return pd.DataFrame(rows)

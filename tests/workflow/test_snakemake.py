@@ -23,7 +23,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 def write_config(tmp_path: Path, data_dir: Path, **study_overrides) -> Path:
     cfg = {"results_dir": "results", "figures_dir": "figures", "cache_dir": "results/cache",
            "data": {"cache_dir": str(data_dir), "mnist_source": "substitute", "covertype_source": "substitute",
-                    "protein_source": "substitute"},
+                    "protein_source": "substitute", "kddcup99_source": "substitute",
+                    "diabetes_source": "substitute"},
            "studies": {"vdm2020": {**TINY["studies"]["vdm2020"], **study_overrides},
                        **{k: v for k, v in TINY["studies"].items() if k != "vdm2020"}}}  # the others tiny too
     path = tmp_path / "tiny.yaml"

@@ -1,0 +1,160 @@
+"""The functional mechanism (Zhang, Zhang, Xiao, Yang & Winslett, PVLDB 2012) for linear and logistic regression —
+the baseline of wu2016 ch. 4 (spec ../shared/spec/wu2016.md §2.7; thesis L869, L929, L1113).
+
+**[EXTERNAL] reconstruction** from Zhang et al. (Algorithm 1, §4.2 linear regression, §5 logistic regression,
+§6 "avoiding unbounded noisy objective functions") and their released MATLAB code; the thesis only names it.
+
+The objective Σ_t f(t, w) is a polynomial in w, Σ_j Σ_{φ∈Φ_j} λ_φ φ(w), with λ_φ = Σ_t λ_{φt}. Every
+coefficient gets i.i.d. Laplace(Δ/ε) noise, Δ = 2 max_t Σ_φ |λ_{φt}| (the L1 sensitivity of the coefficient
+vector under replace-one: ‖λ(S) − λ(S′)‖₁ = ‖λ_t − λ_{t′}‖₁ ≤ 2 max_t ‖λ_t‖₁). Coefficients are indexed by
+**ordered** pairs (j, l) for the quadratic terms, as in Zhang et al.'s code; the noisy matrix is then
+symmetrised (post-processing).
+
+Linear regression (f = (y − xᵀw)²): monomials w_j with coefficient −2y x_j and w_j w_l with x_j x_l
+(the constant y² does not affect the minimiser and is not perturbed or released). Per record
+Σ|λ_φt| = 2|y|‖x‖₁ + ‖x‖₁². Hence
+
+* ``domain="box"`` (Zhang et al.: every x_j and y in [−1, 1]): Δ = 2(2d + d²) = 2d² + 4d, the value of their
+  code; the paper's 2(d+1)² also counts the constant y² (:func:`fm_linear_sensitivity` ``paper=True``).
+* ``domain="sphere"`` (‖x‖₂ ≤ 1, |y| ≤ 1, so ‖x‖₁ ≤ √d): Δ = 2(2√d + d).
+
+Logistic regression (y ∈ {0, 1}; second-order Taylor expansion at 0 of log(1 + e^{xᵀw}) − y xᵀw, Zhang §5):
+log 2 + (½ − y)xᵀw + ⅛(xᵀw)². Monomials w_j with (½ − y)x_j and w_j w_l with x_j x_l/8. Per record
+Σ|λ_φt| ≤ ½‖x‖₁ + ⅛‖x‖₁², so Δ = d + d²/4 (box, Zhang et al.) or √d + d/4 (sphere).
+
+Minimisation and the fix for a noisy quadratic form that is not positive definite (Zhang §6, their code):
+M̃ ← (M̃ + M̃ᵀ)/2 + r·√2·(Δ/ε)·I ("regularisation", r = ``ridge`` = 5 in their code; √2Δ/ε is the Laplace
+standard deviation), then **spectral trimming**: eigen-decompose M̃, drop the eigen-directions with eigenvalue
+≤ ``trim``, and minimise wᵀM̃w + c̃ᵀw on the remaining subspace: w = −½ Q₊ diag(1/D₊) Q₊ᵀ c̃. Both steps
+are post-processing of the noisy coefficients, so the release stays ε-DP. Unconstrained, as in Zhang et al.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpbench.methods.output_perturbation import _pos
+
+DOMAINS = ("box", "sphere")
+
+__all__ = ["DOMAINS", "fm_linear_sensitivity", "fm_logistic_sensitivity", "fm_linear_record_coefficients",
+           "fm_logistic_record_coefficients", "FMResult", "functional_mechanism_linear",
+           "functional_mechanism_logistic", "solve_noisy_quadratic"]
+
+
+def _domain(domain: str) -> str:
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
+    return domain
+
+
+def _dim(d) -> int:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d!r}")
+    return int(d)
+
+
+def fm_linear_sensitivity(d: int, domain: str = "box", paper: bool = False) -> float:
+    """Δ of the functional mechanism for linear regression (module docstring): box 2d² + 4d (``paper=True``:
+    2(d+1)², Zhang et al.'s printed bound including the constant term), sphere 2(d + 2√d) (paper: 2(1+√d)²)."""
+    d = _dim(d)
+    l1 = float(d) if _domain(domain) == "box" else math.sqrt(d)     # max ‖x‖₁
+    return 2.0 * ((1.0 + l1) ** 2 if paper else 2.0 * l1 + l1 * l1)
+
+
+def fm_logistic_sensitivity(d: int, domain: str = "box") -> float:
+    """Δ of the functional mechanism for logistic regression: box d²/4 + d (Zhang et al. §5), sphere d/4 + √d."""
+    d = _dim(d)
+    l1 = float(d) if _domain(domain) == "box" else math.sqrt(d)
+    return 2.0 * (0.5 * l1 + l1 * l1 / 8.0)
+
+
+def fm_linear_record_coefficients(x: np.ndarray, y: float, constant: bool = False) -> np.ndarray:
+    """The coefficient vector λ_t of one record for linear regression: [−2y x (d), x xᵀ (d², ordered)]
+    (plus y² first if ``constant``)."""
+    x = np.asarray(x, dtype=np.float64)
+    parts = ([np.array([y * y])] if constant else []) + [-2.0 * y * x, np.outer(x, x).ravel()]
+    return np.concatenate(parts)
+
+
+def fm_logistic_record_coefficients(x: np.ndarray, y01: float) -> np.ndarray:
+    """The coefficient vector of one record for logistic regression (y ∈ {0, 1}): [(½ − y)x, x xᵀ/8]."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.concatenate([(0.5 - y01) * x, np.outer(x, x).ravel() / 8.0])
+
+
+@dataclass(frozen=True)
+class FMResult:
+    w: np.ndarray
+    sensitivity: float
+    epsilon: float
+    kept_dims: int        # eigen-directions kept by spectral trimming
+    ridge: float          # the value added to the diagonal
+
+
+def solve_noisy_quadratic(M: np.ndarray, c: np.ndarray, ridge: float, trim: float) -> tuple[np.ndarray, int]:
+    """argmin wᵀMw + cᵀw after symmetrising M, adding ``ridge``·I and trimming eigenvalues ≤ ``trim``."""
+    M = 0.5 * (M + M.T) + ridge * np.eye(M.shape[0])
+    D, Q = np.linalg.eigh(M)
+    keep = D > trim
+    Qk = Q[:, keep]
+    w = -0.5 * Qk @ ((Qk.T @ c) / D[keep])
+    return w, int(keep.sum())
+
+
+def _check(X, y, domain, labels01=False):
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] < 1:
+        raise ValueError(f"need X of shape (n, d) and y of shape (n,), got {X.shape} and {y.shape}")
+    if not (np.isfinite(X).all() and np.isfinite(y).all()):
+        raise ValueError("X and y must be finite")
+    if _domain(domain) == "box" and np.abs(X).max() > 1 + 1e-9:
+        raise ValueError("domain='box' needs every feature in [-1, 1]")
+    if domain == "sphere" and np.linalg.norm(X, axis=1).max() > 1 + 1e-9:
+        raise ValueError("domain='sphere' needs every row with ‖x‖ ≤ 1")
+    if labels01:
+        if not np.isin(y, (0.0, 1.0)).all():
+            raise ValueError("logistic functional mechanism needs labels in {0, 1}")
+    elif np.abs(y).max() > 1 + 1e-9:
+        raise ValueError("linear functional mechanism needs |y| ≤ 1")
+    return X, y
+
+
+def _run(M, c, delta, epsilon, rng, ridge, trim):
+    d = M.shape[0]
+    scale = delta / epsilon
+    Mn = M + rng.laplace(0.0, scale, size=(d, d))
+    cn = c + rng.laplace(0.0, scale, size=d)
+    r = _ridge(ridge, scale)
+    w, kept = solve_noisy_quadratic(Mn, cn, r, trim)
+    return FMResult(w, delta, epsilon, kept, r)
+
+
+def _ridge(ridge: float, scale: float) -> float:
+    if not (ridge >= 0 and math.isfinite(ridge)):
+        raise ValueError(f"ridge must be a finite number ≥ 0, got {ridge!r}")
+    return ridge * math.sqrt(2.0) * scale
+
+
+def functional_mechanism_linear(X, y, epsilon: float, rng: np.random.Generator, domain: str = "box",
+                                ridge: float = 5.0, trim: float = 1e-8) -> FMResult:
+    """ε-DP linear regression by the functional mechanism (module docstring): M = Σ x xᵀ, c = −2Σ y x, each
+    entry + Laplace(Δ/ε), Δ = :func:`fm_linear_sensitivity`; minimiser of the repaired noisy quadratic."""
+    X, y = _check(X, y, domain)
+    epsilon = _pos("epsilon", epsilon)
+    delta = fm_linear_sensitivity(X.shape[1], domain)
+    return _run(X.T @ X, -2.0 * (X.T @ y), delta, epsilon, rng, ridge, trim)
+
+
+def functional_mechanism_logistic(X, y01, epsilon: float, rng: np.random.Generator, domain: str = "box",
+                                  ridge: float = 5.0, trim: float = 1e-8) -> FMResult:
+    """ε-DP logistic regression by the functional mechanism on the second-order Taylor expansion (labels
+    {0, 1}): M = Σ x xᵀ/8, c = Σ(½ − y)x, noise Laplace(Δ/ε) with Δ = :func:`fm_logistic_sensitivity`."""
+    X, y = _check(X, y01, domain, labels01=True)
+    epsilon = _pos("epsilon", epsilon)
+    delta = fm_logistic_sensitivity(X.shape[1], domain)
+    return _run((X.T @ X) / 8.0, X.T @ (0.5 - y), delta, epsilon, rng, ridge, trim)
