@@ -5,15 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from dpbench.methods import REGISTRY
+from dpbench.results import read_results
+from dpbench.store import atomic_write_bytes
 
-from dpbench.methods import REGISTRY  # noqa: E402
-from dpbench.results import read_results  # noqa: E402
-from dpbench.store import atomic_write_bytes  # noqa: E402
+
+def _pyplot():
+    """matplotlib.pyplot with the file-only Agg backend, imported on first use (not when a study imports the
+    drawing helpers below, which every Snakemake job does while parsing the Snakefile)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 STYLE = {
     "loss_perturbation": dict(color="tab:blue", marker="o"),
@@ -52,6 +59,7 @@ def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
 
 def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) -> str:
     """Draw ``spec`` from the rows in ``df``; write ``out`` (PNG) and ``out`` with .txt (caption)."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
     df = df.assign(curve=df["curve"].fillna("")) if "curve" in df else df.assign(curve="")
     agg = df.groupby(["series", "curve", "x"])["value"].agg(["mean", "std"]).reset_index()
@@ -94,7 +102,7 @@ def save_figure(fig, out: str | Path, caption: str) -> str:
     out = Path(out)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    plt.close(fig)
+    _pyplot().close(fig)
     atomic_write_bytes(out, buf.getvalue())
     atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
     return caption
@@ -108,3 +116,34 @@ def plot_from_files(config: dict, study_name: str, figure_name: str, inputs: lis
     if hasattr(st, "plot"):  # a study with its own figure kinds (panels, tables rendered as images)
         return st.plot(config, figure_name, df, out)
     return plot_figure(st.figure(figure_name), df, out, st.deviations(config["studies"][study_name], figure_name))
+
+
+# -- small drawing helpers shared by the study plotters -------------------------------------------------
+
+
+def substitute_box(ax, variants, fontsize: float = 6.5) -> None:
+    """The red "SUBSTITUTE DATA" label in the lower left of a panel (``variants``: one name or several)."""
+    names = [variants] if isinstance(variants, str) else list(variants)
+    if names:
+        ax.text(0.02, 0.02, "SUBSTITUTE DATA: " + ", ".join(names), transform=ax.transAxes, fontsize=fontsize,
+                color="darkred", va="bottom", zorder=10,
+                bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
+
+
+def log_axis_at(ax, xs) -> None:
+    """Log x axis labelled at the grid values only (no overlapping minor labels)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    xs = sorted(set(float(x) for x in xs))
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=7)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def mean_std_band(ax, g: pd.DataFrame, label: str, xcol: str = "x", alpha: float = 0.15, **style) -> None:
+    """Mean of ``g["value"]`` per ``xcol`` as a line, ± one standard deviation as a band."""
+    s = g.groupby(xcol)["value"].agg(["mean", "std"]).sort_index()
+    x, m, sd = s.index.to_numpy(), s["mean"].to_numpy(), s["std"].fillna(0).to_numpy()
+    ax.plot(x, m, label=label, **style)
+    ax.fill_between(x, m - sd, m + sd, color=style.get("color"), alpha=alpha, linewidth=0)

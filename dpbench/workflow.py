@@ -21,11 +21,24 @@ def figures(config: dict) -> list[tuple[str, str]]:
     return [(s, f) for s, cfg in config["studies"].items() for f in STUDIES[s].figure_names(cfg)]
 
 
-def series_files(config: dict, study: str, figure: str) -> list[str]:
+#: File name of a figure's results when ``group_series`` runs all its series in one job (the hyphen keeps it
+#: apart from series names, which are ``[a-z0-9_]+``).
+GROUPED = "all-series"
+
+
+def series_names(config: dict, study: str, figure: str) -> list[str]:
     st = STUDIES[study]
-    cfg = config["studies"][study]
     st.figure(figure)  # unknown figure -> clear error
-    return [f"{config['results_dir']}/{study}/{figure}/{m}.parquet" for m in st.series(cfg, figure)]
+    return list(st.series(config["studies"][study], figure))
+
+
+def series_files(config: dict, study: str, figure: str) -> list[str]:
+    """The result files a figure is drawn from: one per series, or with ``group_series: true`` one file that
+    holds every series (one Snakemake job per figure: fewer job start-ups, less parallelism)."""
+    names = series_names(config, study, figure)
+    if config.get("group_series"):
+        return [f"{config['results_dir']}/{study}/{figure}/{GROUPED}.parquet"]
+    return [f"{config['results_dir']}/{study}/{figure}/{m}.parquet" for m in names]
 
 
 def study_series_files(config: dict, study: str) -> list[str]:
@@ -45,6 +58,15 @@ def series_signature(config: dict, study: str, figure: str, series: str) -> str:
     return json.dumps({"seed": config["seed"], "data": config["data"], "study": cfg,
                        "figure": figs[figure], "series": series,
                        "method_code": series_code_hash(study, series)}, sort_keys=True)
+
+
+def figure_signature(config: dict, study: str, figure: str) -> str:
+    """Signature of a grouped job: the signatures of all the figure's series."""
+    return json.dumps([series_signature(config, study, figure, m) for m in series_names(config, study, figure)])
+
+
+def figure_threads(config: dict, study: str, figure: str) -> int:
+    return max(series_threads(config, study, figure, m) for m in series_names(config, study, figure))
 
 
 def series_threads(config: dict, study: str, figure: str, series: str) -> int:
@@ -151,6 +173,24 @@ def job_series(config: dict, study: str, figure: str, series: str, out: str, thr
 
     with log_to(log):
         run_series(config, study, figure, series, out, n_jobs=threads)
+
+
+def job_series_group(config: dict, study: str, figure: str, out: str, threads: int, log: str) -> None:
+    """Every series of a figure in one job, one Parquet file (``group_series: true``); each series still
+    computes (and caches) its cells exactly as in its own job."""
+    import os
+
+    import pandas as pd
+
+    from dpbench.results import provenance, write_parquet
+    from dpbench.runner import run_series
+
+    with log_to(log):
+        names = series_names(config, study, figure)
+        df = pd.concat([run_series(config, study, figure, m, None, n_jobs=threads) for m in names],
+                       ignore_index=True)
+        write_parquet(df, out, provenance(config, study=study, figure=figure, series=names, n_jobs=threads,
+                                          cpu_count=os.cpu_count()))
 
 
 def job_figure(config: dict, study: str, figure: str, inputs: list[str], out: str, log: str) -> None:

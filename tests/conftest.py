@@ -66,6 +66,13 @@ TINY = {
             },
             "ch4": {"repetitions": 1},
         },
+        "membership": {
+            "datasets": {"diabetes": {"n_members": 40}},
+            "methods": ["non_private", "output_perturbation"],
+            "epsilons": [1.0], "repetitions": 1, "shadow_models": 2,
+            "figures": {"fig_attack_mnist": None, "fig_attack_covertype": None, "fig_attack_diabetes": {},
+                        "fig_roc": None, "fig_eps_lower_bound": None, "table_generalisation": None},
+        },
         "estimation": {
             "figures": {
                 "mean_vs_d": {"n": 200, "dims": [2, 8], "repetitions": 3},

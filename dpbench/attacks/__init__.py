@@ -1,4 +1,5 @@
-"""Privacy attacks on released models: model inversion (Fredrikson et al. 2014; wu2016 ch. 4)."""
+"""Privacy attacks on released models: model inversion (Fredrikson et al. 2014; wu2016 ch. 4) and black-box
+membership inference with metrics and confidence intervals (``membership``, ``metrics``)."""
 
 from .model_inversion import (
     empirical_marginal,
@@ -8,5 +9,8 @@ from .model_inversion import (
     residual_scale,
 )
 
-__all__ = ["empirical_marginal", "invert_attribute", "model_inversion_accuracy", "prior_baseline_accuracy",
+from . import membership, metrics  # noqa: E402,F401
+from .membership import MEMBER, NON_MEMBER, evaluate_attacks  # noqa: E402
+
+__all__ = ["MEMBER", "NON_MEMBER", "evaluate_attacks", "membership", "metrics", "empirical_marginal", "invert_attribute", "model_inversion_accuracy", "prior_baseline_accuracy",
            "residual_scale"]

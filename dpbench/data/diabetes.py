@@ -28,14 +28,12 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
-import urllib.error
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from dpbench.data.download import DownloadError, _is_url, _say, copy_source
+from dpbench.data.download import DownloadError, _is_url, _say, attempt_lines, try_sources
 from dpbench.data.parsed import seeded_split
 from dpbench.data.raw import RawSplit
 from dpbench.data.tabular_substitute import SyntheticBinary, TabularSpec
@@ -187,24 +185,17 @@ def diabetes_arrays(cache_dir: str | os.PathLike, mirror: str | os.PathLike | No
                 attempts.append((str(target), f"{type(exc).__name__}: {exc}"))
                 _say(progress, f"cached {target} fails verification ({exc}); removing it")
                 target.unlink()
-    for kind, location, name in _candidates(mirror, urls):
-        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                copy_source(kind, location, out, name, timeout, progress)
-            arrays = check(tmp)
-            os.replace(tmp, cache_dir / name)
-            _say(progress, f"verified {cache_dir / name} ({n_rows} rows, {n_positive} diabetic, column sums)")
-            return arrays
-        except (OSError, ValueError, urllib.error.URLError) as exc:
-            reason = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else None
-            attempts.append((location, f"{type(exc).__name__}: {reason or exc}"))
-            _say(progress, f"  failed: {attempts[-1][1]}")
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-    lines = "\n".join(f"  - {src}: {why}" for src, why in attempts) or "  (no source given)"
+    def accept(tmp: Path, location: str, name: str):
+        arrays = check(tmp)
+        os.replace(tmp, cache_dir / name)
+        _say(progress, f"verified {cache_dir / name} ({n_rows} rows, {n_positive} diabetic, column sums)")
+        return arrays
+
+    ok, arrays, more = try_sources(_candidates(mirror, urls), cache_dir, accept, timeout=timeout, progress=progress)
+    if ok:
+        return arrays
+    attempts += more
+    lines = attempt_lines(attempts)
     raise DownloadError(
         f"could not obtain a valid Pima diabetes file ({n_rows} rows × 8 features, {n_positive} diabetic; no checksum "
         f"is published, so the content is verified). Sources tried:\n{lines}\n"

@@ -123,6 +123,35 @@ def _copy_url(url: str, out, timeout: float, progress: bool) -> None:
             raise OSError(f"incomplete transfer: got {done} of {total} bytes")
 
 
+def try_sources(candidates, cache_dir: Path, accept, *, timeout: float, progress: bool, errors: tuple = ()):
+    """Copy each ``(kind, location, name)`` candidate (kind ``"path"`` or ``"url"``) to a temporary file in
+    ``cache_dir`` and call ``accept(tmp, location, name)``, which verifies it and moves it into place; the
+    first candidate accepted wins. The temporary file is always removed. Returns ``(ok, result, attempts)``,
+    ``attempts`` the ``(location, reason)`` of every candidate that failed (``errors``: extra exception types
+    that count as a failed candidate)."""
+    attempts: list[tuple[str, str]] = []
+    for kind, location, name in candidates:
+        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                copy_source(kind, location, out, name, timeout, progress)
+            return True, accept(tmp, location, name), attempts
+        except (OSError, ValueError, urllib.error.URLError, *errors) as exc:  # URLError/timeouts are OSErrors
+            reason = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else None
+            attempts.append((location, f"{type(exc).__name__}: {reason or exc}"))
+            _say(progress, f"  failed: {attempts[-1][1]}")
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    return False, None, attempts
+
+
+def attempt_lines(attempts) -> str:
+    """The ``(source, reason)`` list of a failed fetch as indented lines for an error message."""
+    return "\n".join(f"  - {src}: {why}" for src, why in attempts) or "  (no source given)"
+
+
 def fetch_file(
     filename: str,
     urls: Sequence[str],
@@ -161,28 +190,19 @@ def fetch_file(
         _say(progress, f"cached {target} fails its {algorithm} check; removing it and fetching again")
         target.unlink()
 
-    attempts: list[tuple[str, str]] = []
-    for kind, location in _sources(filename, urls, mirror):
-        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{filename}.", suffix=".part")
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                copy_source(kind, location, out, filename, timeout, progress)
-            got = file_digest(tmp, algorithm)
-            if got != expected:
-                raise ValueError(f"{algorithm} mismatch: expected {expected}, got {got}")
-            os.replace(tmp, target)
-            _say(progress, f"verified {target} ({algorithm} {expected})")
-            return target
-        except (OSError, ValueError, urllib.error.URLError) as exc:  # URLError/timeouts are OSErrors too
-            reason = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else None
-            attempts.append((location, f"{type(exc).__name__}: {reason or exc}"))
-            _say(progress, f"  failed: {attempts[-1][1]}")
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+    def accept(tmp: Path, location: str, name: str) -> Path:
+        got = file_digest(tmp, algorithm)
+        if got != expected:
+            raise ValueError(f"{algorithm} mismatch: expected {expected}, got {got}")
+        os.replace(tmp, target)
+        _say(progress, f"verified {target} ({algorithm} {expected})")
+        return target
 
-    lines = "\n".join(f"  - {src}: {why}" for src, why in attempts) or "  (no source given)"
+    candidates = [(kind, location, filename) for kind, location in _sources(filename, urls, mirror)]
+    ok, result, attempts = try_sources(candidates, cache_dir, accept, timeout=timeout, progress=progress)
+    if ok:
+        return result
+    lines = attempt_lines(attempts)
     raise DownloadError(
         f"could not obtain {filename!r} with {algorithm} {expected}. Sources tried:\n{lines}\n"
         f"To provide it by hand: download {filename} on a machine with network access (from one of the URLs "

@@ -28,13 +28,12 @@ import os
 import shutil
 import tarfile
 import tempfile
-import urllib.error
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from dpbench.data.download import DownloadError, _is_url, _say, copy_source, file_digest
+from dpbench.data.download import DownloadError, _is_url, _say, attempt_lines, file_digest, try_sources
 from dpbench.data.parsed import cached_parse, seeded_split, write_parsed
 from dpbench.data.raw import RawSplit
 
@@ -108,17 +107,17 @@ def _key(path: Path) -> str:
     return f"{file_digest(path, 'sha256')[:16]}-{PARSER_VERSION}"
 
 
-def _candidates(mirror, urls: Sequence[str]) -> list[tuple[str, str]]:
-    """(kind, location): the mirror's bio_train.dat and archive first, then the canonical URLs."""
-    out: list[tuple[str, str]] = []
+def _candidates(mirror, urls: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(kind, location, name): the mirror's bio_train.dat and archive first, then the canonical URLs."""
+    out: list[tuple[str, str, str]] = []
     if mirror is not None and str(mirror) != "":
         m = str(mirror)
         for name in (PROTEIN_FILE, PROTEIN_ARCHIVE):
             if _is_url(m):
-                out.append(("url", m.rstrip("/") + "/" + name))
+                out.append(("url", m.rstrip("/") + "/" + name, name))
             else:
-                out.append(("path", str(Path(m).expanduser() / name)))
-    out.extend(("url", u) for u in ([urls] if isinstance(urls, str) else urls))
+                out.append(("path", str(Path(m).expanduser() / name), name))
+    out.extend(("url", u, Path(u).name or PROTEIN_FILE) for u in ([urls] if isinstance(urls, str) else urls))
     return out
 
 
@@ -169,12 +168,9 @@ def protein_arrays(
             _say(progress, f"cached {target} fails verification ({exc}); removing it and fetching again")
             target.unlink()
 
-    for kind, location in _candidates(mirror, srcs):
-        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{PROTEIN_FILE}.", suffix=".part")
-        tmp, extracted = Path(tmp_name), None
+    def accept(tmp: Path, location: str, name: str):
+        extracted = None
         try:
-            with os.fdopen(fd, "wb") as out:
-                copy_source(kind, location, out, Path(location).name, timeout, progress)
             candidate = tmp
             if tarfile.is_tarfile(tmp):
                 extracted = candidate = _extract_member(tmp, cache_dir)
@@ -182,18 +178,18 @@ def protein_arrays(
             verify(arrays)
             os.replace(candidate, target)
             write_parsed(target, _key(target), arrays)
-            _say(progress, f"verified {target} ({n_rows} rows, {PROTEIN_N_COLUMNS} columns, labels in {{0, 1}})")
-            return arrays
-        except (OSError, ValueError, tarfile.TarError, urllib.error.URLError) as exc:
-            reason = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else None
-            attempts.append((location, f"{type(exc).__name__}: {reason or exc}"))
-            _say(progress, f"  failed: {attempts[-1][1]}")
         finally:
-            for p in (tmp, extracted):
-                if p is not None and p.exists():
-                    p.unlink()
+            if extracted is not None and extracted.exists():
+                extracted.unlink()
+        _say(progress, f"verified {target} ({n_rows} rows, {PROTEIN_N_COLUMNS} columns, labels in {{0, 1}})")
+        return arrays
 
-    lines = "\n".join(f"  - {src}: {why}" for src, why in attempts) or "  (no source given)"
+    ok, arrays, more = try_sources(_candidates(mirror, srcs), cache_dir, accept, timeout=timeout, progress=progress,
+                                   errors=(tarfile.TarError,))
+    if ok:
+        return arrays
+    attempts += more
+    lines = attempt_lines(attempts)
     raise DownloadError(
         f"could not obtain a valid {PROTEIN_FILE!r} ({n_rows} rows of {PROTEIN_N_COLUMNS} columns, labels 0/1; no "
         f"checksum is published, so the content is verified). Sources tried:\n{lines}\n"

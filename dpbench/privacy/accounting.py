@@ -14,10 +14,7 @@ import functools
 import math
 from typing import Sequence
 
-import dp_accounting
 import numpy as np
-from dp_accounting.pld import pld_privacy_accountant
-from dp_accounting.rdp import rdp_privacy_accountant
 
 from . import _validate as V
 
@@ -39,7 +36,17 @@ __all__ = ["TF_ORDERS", "classic_rdp_to_dp", "dpsgd_epsilon", "DpsgdCalibration"
 #: RDP orders of TF-Privacy's ``compute_dp_sgd_privacy`` (vdm2020 §2.3).
 TF_ORDERS: list[float] = [1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5] + list(range(5, 64)) + [128, 256, 512]
 
-_ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+
+@functools.lru_cache(maxsize=1)
+def _dpa():
+    """dp_accounting and its two accountants, imported on first use (the import costs about a second, which
+    every Snakemake job would otherwise pay while parsing the Snakefile)."""
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    return dp_accounting, pld_privacy_accountant, rdp_privacy_accountant
 _CONVERSIONS = {"rdp": ("classic", "improved"), "pld": ("pld",)}
 
 
@@ -63,7 +70,8 @@ def _check_common(delta, sample_rate, steps, accountant, conversion):
     return delta, sample_rate, steps, conversion
 
 
-def _event(noise_multiplier: float, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
+def _event(noise_multiplier: float, sample_rate: float, steps: int):
+    dp_accounting = _dpa()[0]
     return dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)),
         steps,
@@ -92,10 +100,12 @@ def classic_rdp_to_dp(orders: Sequence[float], rdp: Sequence[float], delta: floa
 def _dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, conversion, orders):
     event = _event(noise_multiplier, sample_rate, steps)
     if accountant == "pld":
-        acc = pld_privacy_accountant.PLDAccountant(_ADD_REMOVE)
+        dpa, pld_privacy_accountant, _ = _dpa()
+        acc = pld_privacy_accountant.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
         acc.compose(event)
         return float(acc.get_epsilon(delta))
-    acc = rdp_privacy_accountant.RdpAccountant(list(orders), _ADD_REMOVE)
+    dpa, _, rdp_privacy_accountant = _dpa()
+    acc = rdp_privacy_accountant.RdpAccountant(list(orders), dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
     acc.compose(event)
     if conversion == "improved":
         return float(acc.get_epsilon(delta))

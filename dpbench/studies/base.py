@@ -40,3 +40,11 @@ class FigureSpec:
     xscale: str = "log"
     anchors: tuple[str, ...] = ()    # claim ids checked from this figure's results
     substitute_note: str = ""        # why the figure itself is a substitute experiment (e.g. no CIFAR-10)
+
+
+def lookup_figure(figures: dict, study: str, name: str) -> FigureSpec:
+    """``figures[name]``, or a ValueError that lists the study's figures."""
+    try:
+        return figures[name]
+    except KeyError:
+        raise ValueError(f"unknown figure {name!r} for study {study}; known: {sorted(figures)}") from None

@@ -38,7 +38,7 @@ import pandas as pd
 from dpbench.config import ConfigError
 from dpbench.methods import estimation as est
 from dpbench.rng import generator
-from dpbench.studies.base import FigureSpec
+from dpbench.studies.base import FigureSpec, lookup_figure
 
 STUDY = "estimation"
 DATA_VERSION = "v1"
@@ -131,10 +131,7 @@ def figure_names(cfg: dict) -> list[str]:
 
 
 def figure(name: str) -> FigureSpec:
-    try:
-        return FIGURES[name]
-    except KeyError:
-        raise ValueError(f"unknown figure {name!r} for study {STUDY}; known: {sorted(FIGURES)}") from None
+    return lookup_figure(FIGURES, STUDY, name)
 
 
 def series(cfg: dict, name: str) -> list[str]:

@@ -21,7 +21,7 @@ from dpbench.config import ConfigError
 from dpbench.data import markov
 from dpbench.studies import song2018_ch34 as ch34
 from dpbench.studies import song2018_ch7 as ch7
-from dpbench.studies.base import FigureSpec
+from dpbench.studies.base import FigureSpec, lookup_figure
 
 STUDY = "song2018"
 LABELS = ch7.LABELS
@@ -131,10 +131,7 @@ def figure_names(cfg: dict) -> list[str]:
 
 
 def figure(name: str) -> FigureSpec:
-    try:
-        return FIGURES[name]
-    except KeyError:
-        raise ValueError(f"unknown figure {name!r} for study {STUDY}; known: {sorted(FIGURES)}") from None
+    return lookup_figure(FIGURES, STUDY, name)
 
 
 def series(cfg: dict, name: str) -> list[str]:

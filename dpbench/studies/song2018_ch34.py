@@ -36,6 +36,7 @@ from dpbench.data import transforms as T
 from dpbench.learn import ldp_sgd as L
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.plot import mean_std_band, substitute_box
 from dpbench.studies.base import FigureSpec
 
 log = logging.getLogger(__name__)
@@ -830,17 +831,11 @@ def _substitute_box(ax, df):
     for axis in (ax.xaxis, ax.yaxis):            # no minor tick labels on log axes (they overlap)
         if axis.get_scale() == "log":
             axis.set_minor_formatter(NullFormatter())
-    sub = sorted(df.loc[df["is_substitute"].astype(bool), "dataset_variant"].unique())
-    if sub:
-        ax.text(0.02, 0.02, "SUBSTITUTE DATA\n" + "\n".join(sub), transform=ax.transAxes, fontsize=6, va="bottom",
-                color="darkred", bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"), zorder=10)
+    substitute_box(ax, sorted(df.loc[df["is_substitute"].astype(bool), "dataset_variant"].unique()), fontsize=6)
 
 
 def _band(ax, g, label, style, xcol="x"):
-    s = g.groupby(xcol)["value"].agg(["mean", "std"]).reset_index().sort_values(xcol)
-    ax.plot(s[xcol], s["mean"], label=label, markersize=3, **style)
-    ax.fill_between(s[xcol], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
-                    color=style.get("color"), alpha=0.18, linewidth=0)
+    mean_std_band(ax, g, label, xcol=xcol, alpha=0.18, markersize=3, **style)
 
 
 def _plot_trace(df, plt, group_col: str, title_fn):

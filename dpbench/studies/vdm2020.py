@@ -20,7 +20,7 @@ import numpy as np
 from dpbench.config import ConfigError
 from dpbench.methods import REGISTRY, Problem
 from dpbench.store import content_key
-from dpbench.studies.base import FigureSpec, Point
+from dpbench.studies.base import FigureSpec, Point, lookup_figure
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +157,7 @@ def figure_names(cfg: dict) -> list[str]:
 
 
 def figure(name: str) -> FigureSpec:
-    try:
-        return FIGURES[name]
-    except KeyError:
-        raise ValueError(f"unknown figure {name!r} for study {STUDY}; known: {sorted(FIGURES)}") from None
+    return lookup_figure(FIGURES, STUDY, name)
 
 
 def points(cfg: dict, name: str) -> list[Point]:

@@ -19,7 +19,8 @@ import pandas as pd
 from dpbench.config import ConfigError
 from dpbench.studies import wu2016_ch3 as ch3
 from dpbench.studies import wu2016_ch4 as ch4
-from dpbench.studies.base import FigureSpec
+from dpbench.plot import log_axis_at, mean_std_band, substitute_box
+from dpbench.studies.base import FigureSpec, lookup_figure
 
 STUDY = "wu2016"
 LABELS = ch3.LABELS
@@ -108,10 +109,7 @@ def figure_names(cfg: dict) -> list[str]:
 
 
 def figure(name: str) -> FigureSpec:
-    try:
-        return FIGURES[name]
-    except KeyError:
-        raise ValueError(f"unknown figure {name!r} for study {STUDY}; known: {sorted(FIGURES)}") from None
+    return lookup_figure(FIGURES, STUDY, name)
 
 
 def series(cfg: dict, name: str) -> list[str]:
@@ -256,27 +254,10 @@ def _save(fig, out: Path, caption: str) -> str:
     return save_figure(fig, out, caption)
 
 
-def _substitute_box(ax, variant: str):
-    ax.text(0.02, 0.02, f"SUBSTITUTE DATA: {variant}", transform=ax.transAxes, fontsize=6.5, color="darkred",
-            va="bottom", bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
-def _eps_axis(ax, xs):
-    """Log ε axis labelled at the grid values only."""
-    from matplotlib.ticker import NullFormatter
-
-    ax.set_xscale("log")
-    xs = sorted(set(float(x) for x in xs))
-    ax.set_xticks(xs)
-    ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=7)
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _band(ax, g, label, **style):
-    s = g.groupby("x")["value"].agg(["mean", "std"]).sort_index()
-    x, m, sd = s.index.to_numpy(), s["mean"].to_numpy(), np.nan_to_num(s["std"].to_numpy())
-    ax.plot(x, m, label=label, **style)
-    ax.fill_between(x, m - sd, m + sd, color=style.get("color"), alpha=0.15, linewidth=0)
 
 
 def _plot_fig3_2(df, plt):
@@ -291,8 +272,8 @@ def _plot_fig3_2(df, plt):
             for m in ch3.METHODS:
                 gm = g[g["method"] == m]
                 if len(gm):
-                    _band(ax, gm, LABELS[m], **STYLE[m])
-            _eps_axis(ax, g["x"])
+                    mean_std_band(ax, gm, LABELS[m], **STYLE[m])
+            log_axis_at(ax, g["x"])
             ax.set_title(f"({chr(97 + i * len(tests) + j)}) {ch3.DATASET_LABELS[d]}: {ch3.TEST_LABELS[t]}",
                          fontsize=8)
             ax.set_xlabel("ε", fontsize=8)
@@ -300,7 +281,7 @@ def _plot_fig3_2(df, plt):
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
             if len(g) and bool(g["is_substitute"].iloc[0]):
-                _substitute_box(ax, g["dataset_variant"].iloc[0])
+                substitute_box(ax, g["dataset_variant"].iloc[0])
     handles, labels = axes[0][0].get_legend_handles_labels()
     for row in axes:
         for ax in row:
@@ -324,17 +305,17 @@ def _plot_fig3_3(df, plt):
         curves = sorted(g["curve"].unique(), key=lambda c: float(c.split("=")[1]))
         for c, color in zip(curves, CURVE_COLORS):
             gc = g[g["curve"] == c]
-            _band(ax, gc[gc["method"] == "bolt_on"], f"ours, {c}", color=color, marker="o")
+            mean_std_band(ax, gc[gc["method"] == "bolt_on"], f"ours, {c}", color=color, marker="o")
             ref = gc[gc["method"] == "noiseless"].groupby("x")["value"].mean().sort_index()
             ax.plot(ref.index, ref.to_numpy(), color=color, linestyle="--", linewidth=1, label=f"noiseless, {c}")
-        _eps_axis(ax, g["x"])
+        log_axis_at(ax, g["x"])
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("ε")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         if bool(g["is_substitute"].iloc[0]):
-            _substitute_box(ax, g["dataset_variant"].iloc[0])
+            substitute_box(ax, g["dataset_variant"].iloc[0])
     return fig
 
 
@@ -369,12 +350,12 @@ def _plot_fig3_4(df, plt):
                                                                      else "mini-batch size, 1 epoch"), fontsize=9)
             ax.set_xlabel("epochs" if sweep == "epochs" else "mini-batch size")
             if sweep == "batch":
-                _eps_axis(ax, g["x"])
+                log_axis_at(ax, g["x"])
             ax.set_ylabel("runtime / noiseless")
             ax.grid(alpha=0.3)
             sub = df[df["dataset"] == d]
             if bool(sub["is_substitute"].iloc[0]):
-                _substitute_box(ax, sub["dataset_variant"].iloc[0])
+                substitute_box(ax, sub["dataset_variant"].iloc[0])
         axes[0][j].legend(fontsize=7)
     return fig
 

@@ -38,6 +38,7 @@ from dpbench.methods import objective_perturbation as objp
 from dpbench.methods import output_perturbation as op
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.plot import log_axis_at, mean_std_band, substitute_box
 from dpbench.studies.base import FigureSpec
 
 log = logging.getLogger(__name__)
@@ -559,26 +560,10 @@ METRIC_OF = {"fig4_1": "accuracy", "fig4_2": "mse", "fig4_3": "mse", "fig4_5": "
              "fig4_7": "mi_accuracy"}
 
 
-def _band(ax, g, label, **style):
-    s = g.groupby("x")["value"].agg(["mean", "std"]).sort_index()
-    x, m, sd = s.index.to_numpy(), s["mean"].to_numpy(), np.nan_to_num(s["std"].to_numpy())
-    ax.plot(x, m, label=label, **style)
-    ax.fill_between(x, m - sd, m + sd, color=style.get("color"), alpha=0.15, linewidth=0)
 
 
-def _substitute_box(ax, variant: str):
-    ax.text(0.02, 0.02, f"SUBSTITUTE DATA: {variant}", transform=ax.transAxes, fontsize=7, color="darkred",
-            va="bottom", bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
-def _eps_axis(ax, xs):
-    from matplotlib.ticker import NullFormatter
-
-    ax.set_xscale("log")
-    xs = sorted(set(float(x) for x in xs))
-    ax.set_xticks(xs)
-    ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=7)
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _prior_line(ax, g):
@@ -620,7 +605,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
                 for e in sorted(g["epsilon"].unique()):
                     gm = g[(g["method"] == m) & (g["epsilon"] == e)]
                     if len(gm):
-                        _band(ax, gm, f"{LABELS[m]}, ε = {e:g}", **STYLE[m])
+                        mean_std_band(ax, gm, f"{LABELS[m]}, ε = {e:g}", **STYLE[m])
             if metric == "mi_accuracy":
                 _prior_line(ax, g)
             ax.set_xlabel("training-chunk sampling rate r")
@@ -634,18 +619,18 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
         for m in methods:
             gm = g[g["method"] == m]
             if len(gm):
-                _band(ax, gm, LABELS[m], **STYLE[m])
+                mean_std_band(ax, gm, LABELS[m], **STYLE[m])
         if metric == "mi_accuracy":
             _prior_line(ax, g)
         if metric == "mse":
             ax.set_yscale("log")
-        _eps_axis(ax, g["x"])
+        log_axis_at(ax, g["x"])
         ax.set_xlabel("ε")
         ax.set_ylabel(FIGURES[name].y_label + (" (√dose units)" if metric == "mse" else ""))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         if len(g) and bool(g["is_substitute"].iloc[0]):
-            _substitute_box(ax, g["dataset_variant"].iloc[0])
+            substitute_box(ax, g["dataset_variant"].iloc[0])
     fig.suptitle(f"wu2016 {name}: {FIGURES[name].title}", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, out, caption)

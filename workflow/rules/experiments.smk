@@ -19,3 +19,21 @@ rule series:
         f"{RES}/logs/{{study}}/{{figure}}/{{series}}.log",
     run:
         W.job_series(CONFIG, wildcards.study, wildcards.figure, wildcards.series, output[0], threads, log[0])
+
+
+# With `group_series: true` (the smoke profile) one job computes every series of a figure into one file.
+rule series_group:
+    input:
+        f"{RES}/{{study}}/dataset.json",
+    output:
+        f"{RES}/{{study}}/{{figure}}/{W.GROUPED}.parquet",
+    wildcard_constraints:
+        study="[a-z0-9]+",
+        figure="[A-Za-z0-9_]+",
+    params:
+        signature=lambda w: W.figure_signature(CONFIG, w.study, w.figure),
+    threads: lambda w: W.figure_threads(CONFIG, w.study, w.figure)
+    log:
+        f"{RES}/logs/{{study}}/{{figure}}/{W.GROUPED}.log",
+    run:
+        W.job_series_group(CONFIG, wildcards.study, wildcards.figure, output[0], threads, log[0])

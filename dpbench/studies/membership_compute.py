@@ -1,0 +1,508 @@
+"""Computations of the membership study: data pools, the private training methods (the project's own training
+code), cached target and shadow/reference models, and one attack cell per (dataset, method, ε, repetition).
+
+Experiment per dataset (spec lectures.md §1.2, §3.1): a pool of 4n records, drawn once from the dataset
+(real or labelled substitute), split into a TARGET pool of 2n and a disjoint SHADOW pool of 2n.
+
+* Repetition r: the target pool is split at random into n members (the target's training set) and n
+  non-members: the balanced evaluation set (member label 1, :data:`dpbench.attacks.membership.MEMBER`).
+* k shadow models per (dataset, method, ε): trained exactly like the target (same method, ε, δ, settings) on a
+  random half of the shadow pool (the halves are shared by every method and ε, and by every repetition). They
+  are the Shokri et al. shadow models, the calibration data of the calibrated loss threshold and — since no
+  shadow model ever trains on a target-pool record — the OUT reference models of the offline LiRA.
+
+Unit of caching: every trained model is an artefact (its (d, C) score matrix), keyed by the data, method
+settings, ε, δ, role and the code of the training functions; every cell (all attacks on one target model with
+their metrics) is a JSON record keyed by the same plus the attack code. Models are shared by every attack and
+every figure; a figure that needs an already computed cell reads it.
+
+Features: per-row transforms only (optional Gaussian random projection with a fixed seed, rows to the unit
+sphere, the bias feature [x, 1]/√2), so no record influences another's features and ‖x‖ ≤ 1 holds for every
+sensitivity bound. Binary datasets use labels {0, 1} (class 1 = the ±1 datasets' +1).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import math
+import sys
+import time
+
+import numpy as np
+
+from dpbench.attacks import membership as mia
+from dpbench.attacks import metrics as M
+from dpbench.data import load_dataset
+from dpbench.data import transforms as T
+from dpbench.privacy import attack_bounds as B
+from dpbench.rng import generator
+from dpbench.store import Store, content_key
+
+STUDY = "membership"
+DATA_VERSION = "v1"
+DATASETS = ("mnist", "covertype", "diabetes")
+DATASET_LABELS = {"mnist": "MNIST", "covertype": "Covertype", "diabetes": "diabetes (Pima)"}
+METHODS = ("non_private", "output_perturbation", "loss_perturbation", "dpsgd", "bolt_on", "scs13", "bst14",
+           "output_perturbation_erm", "objective_perturbation", "functional_mechanism")
+BINARY_ONLY = ("output_perturbation_erm", "objective_perturbation", "functional_mechanism")
+APPROX = ("dpsgd", "bst14")  # (ε, δ)-DP methods; the others are pure ε-DP (δ = 0)
+LABELS = {"non_private": "non-private (L-BFGS softmax)", "output_perturbation": "output perturbation (vdm2020)",
+          "loss_perturbation": "loss/objective perturbation (vdm2020)", "dpsgd": "DP-SGD",
+          "bolt_on": "bolt-on PSGD (wu2016)", "scs13": "SCS13 noisy SGD", "bst14": "BST14 noisy SGD",
+          "output_perturbation_erm": "output perturbation, ERM on ball (wu2016 ch. 4)",
+          "objective_perturbation": "objective perturbation (CMS11)",
+          "functional_mechanism": "functional mechanism"}
+ROC_GRID = np.logspace(-4, 0, 41)
+
+
+def methods_for(dataset: str, n_classes: int | None = None) -> list[str]:
+    """Methods applicable to a dataset: the wu2016 ch. 4 mechanisms are binary logistic regression only."""
+    binary = dataset != "mnist" if n_classes is None else n_classes == 2
+    return [m for m in METHODS if binary or m not in BINARY_ONLY]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------------------------
+
+
+def dataset_payload(config: dict, name: str) -> dict:
+    cfg = config["studies"][STUDY]
+    d = cfg["datasets"][name]
+    return {"dataset": name, "v": DATA_VERSION, "n_members": d["n_members"],
+            "projection_dim": d.get("projection_dim"), "source": config["data"].get(f"{name}_source", "auto"),
+            "mirror": config["data"]["mirror"], "substitute_seed": config["data"]["substitute_seed"],
+            "seed": config["seed"]}
+
+
+def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
+    p = dataset_payload(config, name)
+    need = 4 * p["n_members"]
+    ds = load_dataset(name, cache_dir=config["data"]["cache_dir"], mirror=config["data"]["mirror"],
+                      source=p["source"], seed=p["substitute_seed"] if name == "mnist" else config["seed"])
+    X = np.concatenate([np.asarray(ds.X_train, np.float64), np.asarray(ds.X_test, np.float64)])
+    y = np.concatenate([np.asarray(ds.y_train), np.asarray(ds.y_test)])
+    if X.shape[0] < need:
+        raise ValueError(f"{name}: the study needs 4·n_members = {need} records, the dataset "
+                         f"({ds.variant}) has {X.shape[0]}; lower studies.{STUDY}.datasets.{name}.n_members")
+    idx = generator(config["seed"], f"{STUDY}/{DATA_VERSION}/{name}/pool").permutation(X.shape[0])[:need]
+    X, y = X[idx], y[idx]
+    if p["projection_dim"]:
+        X, _ = T.gaussian_random_projection(X, X[:1], int(p["projection_dim"]), config["seed"])
+    X = T.add_bias_feature(T.unit_sphere_rows(X))
+    if ds.n_classes == 2:
+        y = (y > 0).astype(np.int64)  # ±1 → {0, 1}
+    return {"X": X, "y": y.astype(np.int64), "variant": np.array(ds.variant),
+            "is_substitute": np.array(bool(ds.is_substitute)), "n_classes": np.array(int(ds.n_classes))}
+
+
+def load_prepared(config: dict, name: str) -> dict:
+    key = content_key({"kind": "membership-data", **dataset_payload(config, name)})
+    a = Store(config["cache_dir"]).artefact(key, lambda: _prepare(config, name))
+    n = int(dataset_payload(config, name)["n_members"])
+    return {"X": a["X"], "y": a["y"], "variant": str(a["variant"]), "is_substitute": bool(a["is_substitute"]),
+            "n_classes": int(a["n_classes"]), "n": n}
+
+
+def member_split(config: dict, dataset: str, n: int, rep: int) -> np.ndarray:
+    """Boolean mask over the target pool (first 2n pool records): True = member of repetition ``rep``."""
+    perm = generator(config["seed"], f"{STUDY}/{DATA_VERSION}/{dataset}/members/{rep}").permutation(2 * n)
+    mask = np.zeros(2 * n, dtype=bool)
+    mask[perm[:n]] = True
+    return mask
+
+
+def shadow_halves(config: dict, dataset: str, n: int, k: int) -> np.ndarray:
+    """(k, 2n) boolean: row j = the training half of shadow model j over the shadow pool (last 2n records)."""
+    rng = generator(config["seed"], f"{STUDY}/{DATA_VERSION}/{dataset}/shadow-halves/{n}")
+    out = np.zeros((k, 2 * n), dtype=bool)
+    for j in range(k):
+        out[j, rng.permutation(2 * n)[:n]] = True
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# training: each method through the project's own training code; every model is a (d, C) score matrix
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _binary_scores(w: np.ndarray) -> np.ndarray:
+    """A ±1 linear model w as a two-class score matrix: logits (0, ⟨w, x⟩), so p(class 1) = σ(⟨w, x⟩)."""
+    return np.c_[np.zeros(w.shape[-1]), w]
+
+
+def _ova_scores(W: np.ndarray, n_classes: int) -> np.ndarray:
+    """K one-vs-all (or one binary) models (K, d) as a (d, C) score matrix (released scores ⟨w_k, x⟩; the
+    black-box output is their softmax — post-processing of the released models)."""
+    return _binary_scores(W[0]) if n_classes == 2 else np.ascontiguousarray(W.T)
+
+
+def method_delta(cfg: dict, method: str) -> float:
+    return float(cfg["delta"]) if method in APPROX else 0.0
+
+
+def game_budget(cfg: dict, method: str, epsilon: float) -> tuple[float, float]:
+    """(ε, δ) of the method under REPLACE-ONE neighbours, the relation of the membership game."""
+    if not math.isfinite(epsilon):
+        return math.inf, 0.0
+    delta = method_delta(cfg, method)
+    if method == "dpsgd" and cfg["training"]["dpsgd"]["replace_one"] == "double_bound":
+        return B.replace_one_from_add_remove(epsilon, delta)
+    return float(epsilon), delta
+
+
+def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
+          rng: np.random.Generator, noise_factor: float = 1.0) -> tuple[np.ndarray, dict]:
+    """Train ``method`` on (X, y) at replace-one budget ε (and the configured δ for (ε, δ) methods).
+
+    ``noise_factor`` is FAULT INJECTION for testing the audit: the mechanism is calibrated as if the budget
+    were ε/noise_factor (for the L2-Laplace output and loss perturbation exactly: noise scale × noise_factor).
+    Returns (score matrix (d, C), info)."""
+    from dpbench.learn import fit_softmax
+
+    tc = cfg["training"]
+    n, d = X.shape
+    C = int(n_classes)
+    if method == "non_private":
+        return fit_softmax(X, y, C, l2=tc["l2_non_private"], gtol=tc["gtol"], maxiter=tc["maxiter"]), {}
+    eps = float(epsilon) / float(noise_factor)
+    delta = method_delta(cfg, method)
+    if method == "output_perturbation":
+        from dpbench.methods.sensitivity import model_sensitivity_noise
+        from dpbench.privacy import sample_l2_laplace
+
+        theta = fit_softmax(X, y, C, l2=tc["l2"], gtol=tc["gtol"], maxiter=tc["maxiter"])
+        kind, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)
+        return theta + sample_l2_laplace(rng, beta, theta.size).reshape(theta.shape), {"noise_scale": 1 / beta}
+    if method == "loss_perturbation":
+        from dpbench.methods.loss_perturbation import loss_perturbation_l2, loss_perturbation_noise
+        from dpbench.privacy import sample_l2_laplace
+
+        kind, beta, rho = loss_perturbation_noise(eps, 0.0, C)
+        l2 = loss_perturbation_l2(tc["loss_perturbation_regularizer"], rho, n, tc["l2"])
+        theta0 = fit_softmax(X, y, C, l2=l2, gtol=tc["gtol"], maxiter=tc["maxiter"])
+        noise = sample_l2_laplace(rng, beta, theta0.size).reshape(theta0.shape)
+        theta = fit_softmax(X, y, C, l2=l2, linear=noise / n, theta0=theta0, gtol=tc["gtol"], maxiter=tc["maxiter"])
+        return theta, {"noise_scale": 1 / beta, "l2_effective": l2}
+    if method == "dpsgd":
+        from dpbench.learn import dpsgd_softmax, dpsgd_steps
+        from dpbench.privacy import calibrate_dpsgd_noise
+
+        dc = tc["dpsgd"]
+        e_ar, d_ar = ((eps, delta) if dc["replace_one"] == "double_bound"
+                      else B.add_remove_budget_for_replace_one(eps, delta))
+        b = min(int(dc["batch_size"]), n)
+        steps = dpsgd_steps(n, b, dc["epochs"], "poisson")
+        cal = calibrate_dpsgd_noise(e_ar, d_ar, b / n, steps, accountant="rdp", conversion=dc["conversion"])
+        theta = dpsgd_softmax(X, y, C, noise_multiplier=cal.noise_multiplier, clip=dc["clip"], batch_size=b,
+                              epochs=dc["epochs"], learning_rate=dc["learning_rate"], rng=rng, n_runs=1)[0]
+        return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": e_ar, "delta_add_remove": d_ar}
+    if method in ("bolt_on", "scs13", "bst14"):
+        from dpbench.learn import psgd_many as many
+
+        pc = tc["psgd"]
+        Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
+        K = Yk.shape[1]  # one-vs-all: K binary models with ε/K (and δ/K) each, basic composition
+        b = min(int(pc["batch_size"]), n)
+        if method == "bolt_on":
+            W, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0, rng, l2=pc["l2"])
+        elif method == "scs13":
+            W, info = many.scs13_many(X, Yk, "logistic", pc["passes"], b, [eps / K], rng, l2=pc["l2"],
+                                      radius=1.0 / pc["l2"])
+        else:
+            W, info = many.bst14_many(X, Yk, "logistic", [eps / K], delta / K, rng, batch_size=b,
+                                      passes=pc["passes"], l2=pc["l2"], radius=1.0 / pc["l2"])
+        return _ova_scores(W[0], C), {"noise_scale": float(np.ravel(info.get("noise_scale", info.get("sigma")))[0])}
+    if method in BINARY_ONLY:
+        if C != 2:
+            raise ValueError(f"{method} is binary logistic regression only")
+        ec = tc["erm"]
+        ypm = np.where(y == 1, 1.0, -1.0)
+        if method == "output_perturbation_erm":
+            from dpbench.methods.output_perturbation import output_perturbation
+
+            r = output_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
+            return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
+        if method == "objective_perturbation":
+            from dpbench.methods.objective_perturbation import objective_perturbation
+
+            r = objective_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
+            return _binary_scores(r.w), {"noise_scale": r.noise_scale}
+        from dpbench.methods.functional_mechanism import functional_mechanism_logistic
+
+        r = functional_mechanism_logistic(X, (y == 1).astype(float), eps, rng, domain="sphere")
+        return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
+    raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
+
+
+def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
+                 trials: int, rng: np.random.Generator, shared_seed: int = 0,
+                 noise_factor: float = 1.0) -> np.ndarray:
+    """``trials`` independent releases (trials, d, C) of ``method`` on (X, y): the canary audit's
+    :data:`dpbench.attacks.canary.Release`.
+
+    Batched where the mechanism allows it: output perturbation solves the (deterministic) non-private problem
+    ONCE and adds ``trials`` independent L2-Laplace draws; bolt-on PSGD runs the noiseless PSGD once, with its
+    sampling order drawn from ``shared_seed`` (data-independent randomness, the same on both sides of the
+    audit; the guarantee holds for every fixed order), and adds ``trials`` output-noise draws. Every other
+    method is trained ``trials`` times through :func:`train` with independent randomness (slow).
+    ``noise_factor``: the fault-injection hook of :func:`train`."""
+    tc = cfg["training"]
+    n, d = X.shape
+    C = int(n_classes)
+    T = int(trials)
+    eps = float(epsilon) / float(noise_factor)
+    if method == "output_perturbation":
+        from dpbench.learn import fit_softmax
+        from dpbench.methods.sensitivity import model_sensitivity_noise
+        from dpbench.privacy import sample_l2_laplace
+
+        theta = fit_softmax(X, y, C, l2=tc["l2"], gtol=tc["gtol"], maxiter=tc["maxiter"])
+        _, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)
+        return theta[None] + sample_l2_laplace(rng, beta, theta.size, (T,)).reshape((T,) + theta.shape)
+    if method == "bolt_on":
+        from dpbench.learn import psgd_many as many
+        from dpbench.learn.private_psgd import output_noise
+
+        pc = tc["psgd"]
+        Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
+        K = Yk.shape[1]
+        b = min(int(pc["batch_size"]), n)
+        _, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0,
+                                    np.random.default_rng(int(shared_seed)), l2=pc["l2"])
+        z, _, _ = output_noise(rng, d, info["sensitivity"], eps / K, 0.0, size=(T, K))
+        W = info["W0"][None] + z                                    # (T, K, d)
+        if C == 2:
+            return np.stack([np.zeros((T, d)), W[:, 0]], axis=2)    # score matrices [0, w]
+        return np.ascontiguousarray(np.transpose(W, (0, 2, 1)))
+    return np.stack([train(cfg, method, X, y, C, epsilon, rng, noise_factor)[0] for _ in range(T)])
+
+
+@functools.lru_cache(maxsize=1)
+def training_code_hash() -> str:
+    """Hash of the training code a model depends on (this module's data/training functions, the learners and
+    mechanisms): editing it retrains; editing attacks, plots or captions does not."""
+    import dpbench.learn.dpsgd as m1
+    import dpbench.learn.psgd as m2
+    import dpbench.learn.psgd_many as m3
+    import dpbench.learn.private_psgd as m4
+    import dpbench.learn.softmax as m5
+    import dpbench.methods.functional_mechanism as m6
+    import dpbench.methods.loss_perturbation as m7
+    import dpbench.methods.objective_perturbation as m8
+    import dpbench.methods.output_perturbation as m9
+    import dpbench.methods.sensitivity as m10
+    import dpbench.privacy.accounting as m11
+    import dpbench.privacy.mechanisms as m12
+
+    h = hashlib.sha256()
+    for obj in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, B, _prepare, member_split, shadow_halves,
+                _binary_scores, _ova_scores, method_delta, game_budget, train, release_many):
+        h.update(inspect.getsource(obj).encode())
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def attack_code_hash() -> str:
+    h = hashlib.sha256()
+    for obj in (mia, M, sys.modules[__name__]):
+        h.update(inspect.getsource(obj).encode())
+    return h.hexdigest()[:16]
+
+
+def _training_settings(cfg: dict, method: str) -> dict:
+    tc = cfg["training"]
+    if method == "non_private":
+        return {k: tc[k] for k in ("l2_non_private", "gtol", "maxiter")}
+    if method == "output_perturbation":
+        return {k: tc[k] for k in ("l2", "gtol", "maxiter")}
+    if method == "loss_perturbation":
+        return {k: tc[k] for k in ("l2", "gtol", "maxiter", "loss_perturbation_regularizer")}
+    if method == "dpsgd":
+        return {"dpsgd": tc["dpsgd"], "delta": cfg["delta"]}
+    if method in ("bolt_on", "scs13", "bst14"):
+        return {"psgd": tc["psgd"], "delta": method_delta(cfg, method)}
+    return {"erm": tc["erm"]}
+
+
+def _eps_key(epsilon: float) -> str:
+    return "inf" if not math.isfinite(epsilon) else repr(float(epsilon))
+
+
+def model(config: dict, dataset: str, method: str, epsilon: float, role: str, index: int,
+          data: dict | None = None) -> np.ndarray:
+    """The cached score matrix of one trained model: ``role`` = "target" (repetition ``index``) or "shadow"
+    (shadow model ``index``, shared by every repetition)."""
+    cfg = config["studies"][STUDY]
+    nf = float(cfg["fault_injection"]["noise_factor"])
+    payload = {"kind": "membership-model", "data": dataset_payload(config, dataset), "method": method,
+               "settings": _training_settings(cfg, method), "epsilon": _eps_key(epsilon), "role": role,
+               "index": int(index), "noise_factor": nf, "code": training_code_hash()}
+    if role == "shadow":
+        payload["shadow_models"] = int(cfg["shadow_models"])
+
+    def compute():
+        a = data if data is not None else load_prepared(config, dataset)
+        n = a["n"]
+        if role == "target":
+            rows = np.nonzero(member_split(config, dataset, n, index))[0]
+        else:
+            rows = 2 * n + np.nonzero(shadow_halves(config, dataset, n, int(cfg["shadow_models"]))[index])[0]
+        rng = generator(config["seed"], content_key({**payload, "purpose": "training"}))
+        W, _ = train(cfg, method, a["X"][rows], a["y"][rows], a["n_classes"], epsilon, rng, nf)
+        return {"W": np.asarray(W, dtype=np.float64)}
+
+    return Store(config["cache_dir"]).artefact(content_key(payload), compute)["W"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one cell: every attack on one target model, with metrics
+# ---------------------------------------------------------------------------------------------------------
+
+
+def cell_payload(config: dict, dataset: str, method: str, epsilon: float, rep: int) -> dict:
+    cfg = config["studies"][STUDY]
+    return {"kind": "membership-cell", "data": dataset_payload(config, dataset), "method": method,
+            "settings": _training_settings(cfg, method), "epsilon": _eps_key(epsilon), "rep": int(rep),
+            "shadow_models": int(cfg["shadow_models"]), "attacks": cfg["attacks"], "ci_level": cfg["ci_level"],
+            "noise_factor": float(cfg["fault_injection"]["noise_factor"]), "train_code": training_code_hash(),
+            "attack_code": attack_code_hash()}
+
+
+def compute_cell(config: dict, dataset: str, method: str, epsilon: float, rep: int) -> dict:
+    cfg = config["studies"][STUDY]
+    t0 = time.perf_counter()
+    a = load_prepared(config, dataset)
+    n, X, y, C = a["n"], a["X"], a["y"], a["n_classes"]
+    k = int(cfg["shadow_models"])
+    alpha = 1.0 - float(cfg["ci_level"])
+    members = member_split(config, dataset, n, rep)
+    Xc, yc = X[: 2 * n], y[: 2 * n]
+    Xs, ys = X[2 * n:], y[2 * n:]
+    halves = shadow_halves(config, dataset, n, k)
+    Wt = model(config, dataset, method, epsilon, "target", rep, a)
+    shadows = [model(config, dataset, method, epsilon, "shadow", j, a) for j in range(k)]
+    t_train = time.perf_counter() - t0
+    zt = Xc @ Wt
+    loss = mia.cross_entropy(zt, yc)
+    correct = np.argmax(zt, axis=1) == yc
+    attacks = mia.evaluate_attacks(zt, yc, float(loss[members].mean()), np.stack([Xs @ W for W in shadows]), ys,
+                                   halves, np.stack([Xc @ W for W in shadows]), n_classes=C,
+                                   lira_variance=cfg["attacks"]["lira_variance"], shadow_C=cfg["attacks"]["shadow_C"])
+    eps_game, delta_game = game_budget(cfg, method, epsilon)
+    is_member = members.astype(int)  # MEMBER = 1
+    out = {"train_accuracy": float(correct[members].mean()), "test_accuracy": float(correct[~members].mean()),
+           "train_loss": float(loss[members].mean()), "test_loss": float(loss[~members].mean()),
+           "n_members": int(n), "n_nonmembers": int(n), "epsilon_game": eps_game, "delta_game": delta_game,
+           "variant": a["variant"], "is_substitute": a["is_substitute"], "n_classes": C, "dim": int(X.shape[1]),
+           "attacks": {}}
+    for name, (scores, decisions) in attacks.items():
+        dec = np.asarray(decisions).astype(bool)
+        tp, fp = int((dec & members).sum()), int((dec & ~members).sum())
+        rs = M.rate_summary(tp, n, fp, n, alpha)
+        fpr, tpr, _ = M.roc_curve(scores, is_member)
+        auc, auc_lo, auc_hi = M.auc_delong(scores, is_member, alpha)
+        audit = M.epsilon_audit(scores, is_member, delta_game if math.isfinite(eps_game) else 0.0,
+                                generator(config["seed"], content_key({**cell_payload(config, dataset, method,
+                                                                                      epsilon, rep),
+                                                                       "purpose": f"audit-split/{name}"})),
+                                alpha)
+        out["attacks"][name] = {
+            "tp": tp, "fp": fp, **{k2: float(v) for k2, v in rs.items()},
+            "auc": auc, "auc_lo": auc_lo, "auc_hi": auc_hi,
+            "tpr_at_fpr_1e-3": M.tpr_at_fpr(fpr, tpr, 1e-3), "tpr_at_fpr_1e-2": M.tpr_at_fpr(fpr, tpr, 1e-2),
+            "roc": M.roc_on_grid(fpr, tpr, ROC_GRID).tolist(),
+            "eps_tp": audit["tp"], "eps_fp": audit["fp"], "eps_n_pos": audit["n_pos"], "eps_n_neg": audit["n_neg"],
+            "eps_point": audit["eps_point"], "eps_lower": audit["eps_lower"]}
+    out["runtime_train_s"] = t_train
+    out["runtime_s"] = time.perf_counter() - t0
+    return out
+
+
+def cell(config: dict, dataset: str, method: str, epsilon: float, rep: int) -> dict:
+    """The cached cell record (computed once per content key, process-safe)."""
+    key = content_key(cell_payload(config, dataset, method, epsilon, rep))
+    return Store(config["cache_dir"]).record(key, lambda: compute_cell(config, dataset, method, epsilon, rep))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# canary audit: worst-case replace-one pair per (dataset, method, ε) (dpbench.attacks.canary)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def canary_code_hash() -> str:
+    from dpbench.attacks import canary as K
+
+    h = hashlib.sha256()
+    for obj in (K, M.epsilon_audit, M.epsilon_lower_bound, M.clopper_pearson, release_many):
+        h.update(inspect.getsource(obj).encode())
+    return h.hexdigest()[:16] + training_code_hash()
+
+
+def canary_payload(config: dict, dataset: str, method: str, epsilon: float) -> dict:
+    cfg = config["studies"][STUDY]
+    return {"kind": "membership-canary", "data": dataset_payload(config, dataset), "method": method,
+            "settings": _training_settings(cfg, method), "epsilon": _eps_key(epsilon),
+            "trials": int(cfg["canary_audit"]["trials"]), "ci_level": cfg["ci_level"],
+            "noise_factor": float(cfg["fault_injection"]["noise_factor"]), "code": canary_code_hash()}
+
+
+def compute_canary(config: dict, dataset: str, method: str, epsilon: float) -> dict:
+    """The canary audit of one (dataset, method, ε): the base training set is the member set of repetition 0
+    (n records), its last row replaced by the canary (flipped label between D and D′); ``trials`` releases per
+    side via :func:`release_many`; claimed budget = the method's replace-one (ε, δ) (:func:`game_budget`)."""
+    from dpbench.attacks.canary import canary_audit
+
+    cfg = config["studies"][STUDY]
+    a = load_prepared(config, dataset)
+    n = a["n"]
+    rows = np.nonzero(member_split(config, dataset, n, 0))[0]
+    nf = float(cfg["fault_injection"]["noise_factor"])
+    payload = canary_payload(config, dataset, method, epsilon)
+    rng = generator(config["seed"], content_key({**payload, "purpose": "canary"}))
+    shared = int(generator(config["seed"], content_key({**payload, "purpose": "canary-shared"})).integers(2**62))
+    eps_game, delta_game = game_budget(cfg, method, epsilon)
+
+    def release(X, y, trials, r, shared_seed):
+        return release_many(cfg, method, X, y, a["n_classes"], epsilon, trials, r, shared_seed, nf)
+
+    out = canary_audit(release, a["X"][rows], a["y"][rows], a["n_classes"], eps_game, delta_game,
+                       int(cfg["canary_audit"]["trials"]), rng, 1.0 - float(cfg["ci_level"]), shared)
+    out.update({"epsilon_game": eps_game, "delta_game": delta_game, "variant": a["variant"],
+                "is_substitute": a["is_substitute"], "n_members": int(n), "n_classes": a["n_classes"],
+                "dim": int(a["X"].shape[1])})
+    return out
+
+
+def canary(config: dict, dataset: str, method: str, epsilon: float) -> dict:
+    """The cached canary-audit record of one (dataset, method, ε)."""
+    from threadpoolctl import threadpool_limits
+
+    key = content_key(canary_payload(config, dataset, method, epsilon))
+
+    def compute():
+        with threadpool_limits(1):
+            return compute_canary(config, dataset, method, epsilon)
+
+    return Store(config["cache_dir"]).record(key, compute)
+
+
+def cells(config: dict, plan: list[tuple[str, str, float, int]], n_jobs: int = 1) -> list[dict]:
+    """Records of ``plan`` [(dataset, method, ε, rep)], computed in parallel where missing. Shadow models of
+    one (dataset, method, ε) are trained by the first cell that needs them (the artefact lock makes the others
+    wait and read them)."""
+    from threadpoolctl import threadpool_limits
+
+    if n_jobs <= 1 or len(plan) <= 1:
+        with threadpool_limits(1):
+            return [cell(config, *p) for p in plan]
+    from joblib import Parallel, delayed
+
+    def one(p):
+        with threadpool_limits(1):
+            return cell(config, *p)
+
+    return Parallel(n_jobs=n_jobs)(delayed(one)(p) for p in plan)
