@@ -54,6 +54,23 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     assert "rule anchors" not in out and "fig1a" not in out
 
 
+def test_group_series_runs_one_job_per_figure(tmp_path, data_dir):
+    """group_series: true (the smoke profile) schedules one series_group job per figure and no series jobs; the
+    grouped file holds every series, so the figure is drawn from it."""
+    config = write_config(tmp_path, data_dir)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["group_series"] = True
+    config.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig2a.png").stdout
+    assert "rule series_group" in out and "rule series:" not in out
+    assert "results/vdm2020/fig2a/all-series.parquet" in out
+    snakemake(tmp_path, config, "--cores", "2", "figures/estimation/ldp_vs_n.png")
+    from dpbench.results import read_results
+
+    df = read_results(tmp_path / "results" / "estimation" / "ldp_vs_n" / "all-series.parquet")
+    assert set(df["series"]) == {"local", "central", "non_private"} and (tmp_path / "figures" / "estimation" / "ldp_vs_n.png").exists()
+
+
 # a sample of the kinds of x axis (inference budget, data size, a method setting, the MLP substitute)
 RUN_FIGURES = {"fig2a": {}, "fig4": {"methods": ["subsample_aggregate", "non_private"]}, "fig6a": {},
                "fig7b": {"methods": ["subsample_aggregate_mlp", "non_private_mlp"]}}
