@@ -48,3 +48,9 @@ def lookup_figure(figures: dict, study: str, name: str) -> FigureSpec:
         return figures[name]
     except KeyError:
         raise ValueError(f"unknown figure {name!r} for study {study}; known: {sorted(figures)}") from None
+
+
+def left_out_note(series, wanted, labels: dict) -> list[str]:
+    """A caption note naming the series a figure's ``methods`` list leaves out (none if ``wanted`` is None)."""
+    left = [labels.get(m, m) for m in series if wanted is not None and m not in wanted]
+    return [f"Series left out by the configuration: {', '.join(left)}."] if left else []

@@ -38,7 +38,7 @@ import pandas as pd
 from dpbench.config import ConfigError
 from dpbench.methods import estimation as est
 from dpbench.rng import generator
-from dpbench.studies.base import FigureSpec, lookup_figure
+from dpbench.studies.base import FigureSpec, left_out_note, lookup_figure
 
 STUDY = "estimation"
 DATA_VERSION = "v1"
@@ -538,11 +538,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
             "their ratio is exactly √n for the RMS (the notes: ≈ √n), and both scale as 1/ε.",
             SLOPE_NOTE.format(x="n"),
         ]
-    wanted = fc.get("methods")
-    if wanted is not None:
-        left = [LABELS[m] for m in figure(name).methods if m not in wanted]
-        if left:
-            out.append(f"Series left out by the configuration: {', '.join(left)}.")
+    out += left_out_note(figure(name).methods, fc.get("methods"), LABELS)
     return out
 
 

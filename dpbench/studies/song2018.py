@@ -21,7 +21,7 @@ from dpbench.config import ConfigError
 from dpbench.data import markov
 from dpbench.studies import song2018_ch34 as ch34
 from dpbench.studies import song2018_ch7 as ch7
-from dpbench.studies.base import FigureSpec, lookup_figure
+from dpbench.studies.base import FigureSpec, left_out_note, lookup_figure
 
 STUDY = "song2018"
 LABELS = ch7.LABELS
@@ -285,11 +285,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
         out += REAL_DATA_NOTES[:2] + REAL_DATA_NOTES[3:]
         out += ["GroupDP: Lap(2/ε) per bin (L = 2/T, one chain: M = T), which reproduces the thesis's ≈ 102/ε "
                 "(spec §5.3; the thesis text says Lap(1/ε)).", f"{fc['trials']} trials."]
-    wanted = fc.get("methods")
-    if wanted is not None:
-        left = [LABELS[m] for m in figure(name).methods if m not in wanted]
-        if left:
-            out.append(f"Series left out by the configuration: {', '.join(left)}.")
+    out += left_out_note(figure(name).methods, fc.get("methods"), LABELS)
     return out
 
 
