@@ -494,15 +494,6 @@ def cells(config: dict, plan: list[tuple[str, str, float, int]], n_jobs: int = 1
     """Records of ``plan`` [(dataset, method, ε, rep)], computed in parallel where missing. Shadow models of
     one (dataset, method, ε) are trained by the first cell that needs them (the artefact lock makes the others
     wait and read them)."""
-    from threadpoolctl import threadpool_limits
+    from dpbench.parallel import run_units
 
-    if n_jobs <= 1 or len(plan) <= 1:
-        with threadpool_limits(1):
-            return [cell(config, *p) for p in plan]
-    from joblib import Parallel, delayed
-
-    def one(p):
-        with threadpool_limits(1):
-            return cell(config, *p)
-
-    return Parallel(n_jobs=n_jobs)(delayed(one)(p) for p in plan)
+    return run_units(cell, [(config, *p) for p in plan], n_jobs, "membership cells")

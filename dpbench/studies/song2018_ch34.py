@@ -36,6 +36,7 @@ from dpbench.data import transforms as T
 from dpbench.learn import ldp_sgd as L
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.parallel import run_units
 from dpbench.plot import mean_std_band, substitute_box
 from dpbench.studies.base import FigureSpec
 
@@ -450,20 +451,13 @@ def centralized_unit(config: dict, dkey: str) -> dict:
     return _store(config).record(content_key(payload), compute)
 
 
-def _run(jobs, n_jobs: int):
-    """Run ``(function, args)`` jobs, in parallel with joblib when n_jobs > 1 (BLAS limited to 1 thread each)."""
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        return Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_limited)(f, a) for f, a in jobs)
-    return [f(*a) for f, a in jobs]
+def _run(jobs, n_jobs: int, label: str = ""):
+    """Run ``(function, args)`` jobs (BLAS limited to 1 thread each; joblib processes when n_jobs > 1)."""
+    return run_units(_apply, [(f, a) for f, a in jobs], n_jobs, label)
 
 
-def _limited(f, a):
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        return f(*a)
+def _apply(f, a):
+    return f(*a)
 
 
 def _base_row(config, figure, series_name, method, dataset, rec, x_name):
@@ -484,7 +478,7 @@ def run_ch3(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
     else:
         plan = [(int(fc["batch_size"]), s) for s in fc["schedules"]]
     load_prepared(config, dkey)                       # prepare once before the workers start
-    recs = _run([(ch3_unit, (config, dkey, b, s)) for b, s in plan], n_jobs)
+    recs = _run([(ch3_unit, (config, dkey, b, s)) for b, s in plan], n_jobs, f"song2018/{figure}/{series_name}")
     rows = []
     params = {"epsilon": float(c3["epsilon"]), "l2": float(c3["l2"])}
     for (b, s), rec in zip(plan, recs):
@@ -677,7 +671,7 @@ def run_ch4(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
             meta.append(("alg1", c2, e))
         jobs.append((ch4_unit, (config, dkey, "clean_only", int(pc["runs"]), e)))
         meta.append(("clean_only", None, e))
-    recs = _run(jobs, n_jobs)
+    recs = _run(jobs, n_jobs, f"song2018/fig4_1/{series_name}")
     rows = []
     x_name = {"order": "c", "epsn": "epsilon_noisy", "c2": "c2"}[panel]
     for (m, x, e), rec in zip(meta, recs):

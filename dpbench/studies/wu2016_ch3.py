@@ -26,6 +26,7 @@ from dpbench.data import load_dataset
 from dpbench.data import transforms as T
 from dpbench.learn import private_psgd as pp
 from dpbench.learn import psgd_many as many
+from dpbench.parallel import run_units
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
 
@@ -260,12 +261,8 @@ def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, r
     return rows
 
 
-def _run_jobs(jobs, n_jobs):
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        return Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(train_unit)(*j) for j in jobs)
-    return [train_unit(*j) for j in jobs]
+def _run_jobs(jobs, n_jobs, label=""):
+    return run_units(train_unit, jobs, n_jobs, label)
 
 
 def run_fig3_2(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
@@ -276,7 +273,8 @@ def run_fig3_2(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
     b, k, reps = int(fc["batch_size"]), int(fc["passes"]), int(_cfg(config)["repetitions"])
     plan = [(conv, ts, r) for conv, ts in units(method, fc["tests"]) for r in range(reps)]
     log.info("wu2016 fig3_2 %s: %d training units (each serves %d ε values)", series, len(plan), len(eps))
-    recs = _run_jobs([(config, dataset, method, conv, ts, eps, b, k, r) for conv, ts, r in plan], n_jobs)
+    recs = _run_jobs([(config, dataset, method, conv, ts, eps, b, k, r) for conv, ts, r in plan], n_jobs,
+                     f"wu2016/fig3_2/{series}")
     rows = []
     for (conv, ts, r), rec in zip(plan, recs):
         rows += _rows(config, "fig3_2", series, dataset, method, rec, ts, eps, b, k, r)
@@ -300,7 +298,8 @@ def run_fig3_3(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
         settings = [(int(b), int(fc["panel_c_passes"]), f"b = {b}") for b in fc["batch_sizes"]]
     conv = TESTS[test][0]
     plan = [(b, k, c, r) for b, k, c in settings for r in range(reps)]
-    recs = _run_jobs([(config, "mnist", "bolt_on", conv, (test,), eps, b, k, r) for b, k, c, r in plan], n_jobs)
+    recs = _run_jobs([(config, "mnist", "bolt_on", conv, (test,), eps, b, k, r) for b, k, c, r in plan], n_jobs,
+                     f"wu2016/fig3_3/{series}")
     rows = []
     for (b, k, c, r), rec in zip(plan, recs):
         rows += _rows(config, "fig3_3", series, "mnist", "bolt_on", rec, (test,), eps, b, k, r, curve=c)

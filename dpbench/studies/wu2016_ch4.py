@@ -38,6 +38,7 @@ from dpbench.methods import objective_perturbation as objp
 from dpbench.methods import output_perturbation as op
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.parallel import run_units
 from dpbench.plot import log_axis_at, mean_std_band, substitute_box
 from dpbench.studies.base import FigureSpec
 
@@ -419,12 +420,8 @@ def fig48_unit(config: dict, method: str, rep: int, eps, fractions) -> dict:
     return Store(config["cache_dir"]).record(key, compute)
 
 
-def _parallel(fn, jobs, n_jobs):
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        return Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(fn)(*j) for j in jobs)
-    return [fn(*j) for j in jobs]
+def _parallel(fn, jobs, n_jobs, label=""):
+    return run_units(fn, jobs, n_jobs, label)
 
 
 def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
@@ -443,7 +440,8 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
             "seed": seed}
     if figure == "fig4_8":
         reps = int(fc["repetitions"])
-        recs = _parallel(fig48_unit, [(config, method, r, eps, fc["fractions"]) for r in range(reps)], n_jobs)
+        recs = _parallel(fig48_unit, [(config, method, r, eps, fc["fractions"]) for r in range(reps)], n_jobs,
+                         f"wu2016/fig4_8/{series_name}")
         for r, rec in enumerate(recs):
             for i, frac in enumerate(fc["fractions"]):
                 for j, e in enumerate(eps):
@@ -457,7 +455,8 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
         return pd.DataFrame(rows)
     dataset = "diabetes" if figure == "fig4_1" else "warfarin"
     reps = int(_ch4(config)["repetitions"])
-    recs = _parallel(unit, [(config, dataset, method, r, eps) for r in range(reps)], n_jobs)
+    recs = _parallel(unit, [(config, dataset, method, r, eps) for r in range(reps)], n_jobs,
+                     f"wu2016/{figure}/{series_name}")
     for r, rec in enumerate(recs):
         for j, e in enumerate(eps):
             common = {**base, "dataset": dataset, "dataset_variant": rec["variant"],
