@@ -38,6 +38,7 @@ __all__ = [
     "scs13_many",
     "bst14_many",
     "bolt_on_many",
+    "perturb_outputs",
     "one_vs_all_labels",
 ]
 
@@ -172,7 +173,7 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     return W
 
 
-def _budget_vectors(epsilons, n_models_per_eps, deltas=None):
+def _budget_vectors(epsilons, n_models_per_eps):
     eps = np.asarray(epsilons, dtype=np.float64).ravel()
     if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
         raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
@@ -262,11 +263,21 @@ def bolt_on_many(X, Yk, loss, passes, batch_size, epsilons, delta, rng, *, l2=0.
     setup = bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, loss.lipschitz)
     algorithm, schedule, sensitivity, eta = setup["algorithm"], setup["schedule"], setup["sensitivity"], setup["eta"]
     W0 = psgd_many(X, Yk, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, last_batch="drop")
-    out = np.empty((eps.size, K, d))
+    out, scales, kind = perturb_outputs(rng, W0, sensitivity, eps, delta, noise)
+    return out, {"sensitivity": sensitivity, "noise_kind": kind, "noise_scale": scales, "W0": W0,
+                 "algorithm": algorithm, "eta": eta}
+
+
+def perturb_outputs(rng, W0, sensitivity, epsilons, delta, noise="auto"):
+    """Output perturbation of the K noiseless models ``W0`` (K, d) for every ε of ``epsilons``: one
+    :func:`~dpbench.learn.private_psgd.output_noise` draw of K vectors per ε, in the order of ``epsilons``.
+    Returns ``(W (E, K, d), noise scale per ε (E,), noise kind)``."""
+    W0 = np.asarray(W0, dtype=np.float64)
+    eps = np.asarray(epsilons, dtype=np.float64).ravel()
+    out = np.empty((eps.size,) + W0.shape)
     scales = np.empty(eps.size)
     kind = None
     for i, e in enumerate(eps):
-        z, kind, scales[i] = output_noise(rng, d, sensitivity, e, delta, noise, size=K)
+        z, kind, scales[i] = output_noise(rng, W0.shape[1], sensitivity, e, delta, noise, size=W0.shape[0])
         out[i] = W0 + z
-    return out, {"sensitivity": sensitivity, "noise_kind": kind, "noise_scale": scales, "W0": W0,
-                 "algorithm": algorithm, "eta": eta}
+    return out, scales, kind

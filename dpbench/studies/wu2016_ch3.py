@@ -202,12 +202,8 @@ def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: t
                     W0, sens = info["W0"], info["sensitivity"]
                     sc = info["noise_scale"]
                 else:
-                    W = np.empty((len(eps_m),) + W0.shape)
-                    sc = np.empty(len(eps_m))
-                    for j, e in enumerate(eps_m):
-                        z, _, sc[j] = pp.output_noise(rng, X.shape[1], sens, e, delta_m,
-                                                      "auto" if delta_m == 0 else ch["noise"], size=W0.shape[0])
-                        W[j] = W0 + z
+                    W, sc, _ = many.perturb_outputs(rng, W0, sens, eps_m, delta_m,
+                                                    "auto" if delta_m == 0 else ch["noise"])
                 acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(sc).tolist()
             acc["noiseless_run"] = float(test_accuracy(W0, a))
         elif method == "scs13":        # 1/√t; radius 1/λ in the regularised case, else unconstrained
