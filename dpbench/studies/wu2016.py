@@ -296,12 +296,11 @@ def _plot_fig3_2(df, plt):
 def _plot_fig3_3(df, plt):
     panels = [p for p in ch3.FIG3_3_PANELS if p in set(df["series"])]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6), dpi=110, squeeze=False)
-    titles = {"panel_a": "(a) Test 1 (convex, ε-DP), b = 1", "panel_b": "(b) Test 3 (strongly convex, ε-DP), b = 50",
-              "panel_c": "(c) Test 1, 20 passes"}
+    titles = {"panel_a": "(a) Test 1 (convex, ε-DP), b = {b}", "panel_b": "(b) Test 3 (strongly convex, ε-DP), b = {b}",
+              "panel_c": "(c) Test 1, {k} passes"}
     for ax, p in zip(axes[0], panels):
         g = df[df["series"] == p]
-        b = int(g["batch_size"].iloc[0])
-        title = titles[p].replace("b = 1", f"b = {b}").replace("b = 50", f"b = {b}")
+        title = titles[p].format(b=int(g["batch_size"].iloc[0]), k=int(g["passes"].iloc[0]))
         curves = sorted(g["curve"].unique(), key=lambda c: float(c.split("=")[1]))
         for c, color in zip(curves, CURVE_COLORS):
             gc = g[g["curve"] == c]
