@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dpbench.methods import REGISTRY
@@ -57,6 +58,25 @@ def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def actual_epsilon_note(rows: pd.DataFrame, tol: float = 1e-6) -> str:
+    """A legend suffix when a series is less private than its axis says: the rows' ``epsilon_achieved``
+    (the true ε of the release, under the study's neighbouring relation) exceeds ``epsilon``. Empty
+    otherwise — the correct calibrations never get one."""
+    if not {"epsilon", "epsilon_achieved"} <= set(rows.columns) or rows.empty:
+        return ""
+    eps = rows["epsilon"].to_numpy(float)
+    ach = rows["epsilon_achieved"].to_numpy(float)
+    ok = np.isfinite(eps) & np.isfinite(ach) & (eps > 0)
+    if not ok.any():
+        return ""
+    ratio = ach[ok] / eps[ok]
+    lo, hi = float(ratio.min()), float(ratio.max())
+    if hi <= 1 + tol:
+        return ""
+    span = f"{hi:.2g}" if hi - lo < 0.01 else f"{lo:.2g}–{hi:.2g}"
+    return f" [actual ε = {span} × axis]"
+
+
 def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) -> str:
     """Draw ``spec`` from the rows in ``df``; write ``out`` (PNG) and ``out`` with .txt (caption)."""
     plt = _pyplot()
@@ -70,7 +90,7 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
             if s.empty:
                 continue
             style = dict(STYLE.get(series, {}))
-            label = REGISTRY.get(series).label
+            label = REGISTRY.get(series).label + actual_epsilon_note(df[df["series"] == series])
             if curve:  # several curves of one series (e.g. one per ε): colour by curve
                 style["color"] = CURVE_COLORS[i % len(CURVE_COLORS)]
                 label = f"{label}, {curve}"

@@ -162,6 +162,17 @@ def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jo
     return chosen
 
 
+def preprocessing_columns(st, cfg: dict, point) -> dict:
+    """``preprocessing`` (what was done between the raw data and the mechanism) and
+    ``preprocessing_data_dependent`` (True when a step used statistics of the private training data, so the ε
+    does not cover it) — from the study's ``preprocessing(cfg, point)`` when it declares one."""
+    describe = getattr(st, "preprocessing", None)
+    if describe is None:
+        return {"preprocessing": "", "preprocessing_data_dependent": False}
+    text, dependent = describe(cfg, point)
+    return {"preprocessing": text, "preprocessing_data_dependent": bool(dependent)}
+
+
 def run_series(config: dict, study_name: str, figure_name: str, method_name: str, out: str | Path | None = None,
                n_jobs: int | None = None) -> pd.DataFrame:
     """Compute one series of one figure and (optionally) write its Parquet file."""
@@ -213,6 +224,10 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             "accountant": rec.get("accountant", "exact"),
             "epsilon_achieved": rec.get("epsilon_achieved", p.epsilon if method.kind != "baseline" else np.inf),
             "sampling": rec.get("sampling", ""), "runtime_s": rec.get("runtime_s", np.nan),
+            "neighbouring": dict(cell.params).get("neighbouring", getattr(st, "NEIGHBOURING", "replace_one")),
+            "solver_error_bound": rec.get("solver_error_bound", np.nan),
+            "solver_error_fraction": rec.get("solver_error_fraction", np.nan),
+            **preprocessing_columns(st, cfg, p),
             "seed": config["seed"], "cell_key": cell.key,
         })
     df = pd.DataFrame(rows)

@@ -77,34 +77,46 @@ def first_classes(X: np.ndarray, y: np.ndarray, C: int) -> tuple[np.ndarray, np.
     return X[keep], y[keep]
 
 
-def pca_project(X_train: np.ndarray, X_test: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
-    """Project both splits on the top-``D`` principal components of the training data (centred with the
-    training mean), then re-normalise to the unit ball with :func:`unit_ball_normalise` (spec §7 item 12:
-    the reference code skips this, so norms could reach 2). Component signs are fixed (largest-magnitude
-    loading positive) so results are reproducible."""
-    Xtr, Xte = np.asarray(X_train), np.asarray(X_test)
-    if Xtr.ndim != 2 or Xte.ndim != 2 or Xtr.shape[1] != Xte.shape[1]:
-        raise ValueError(f"need 2-d train/test arrays of equal width, got {Xtr.shape} and {Xte.shape}")
+def pca_basis(X_fit: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, W): the mean and top-``D`` principal directions (columns of W, signs fixed: largest-magnitude
+    loading positive) of ``X_fit`` — for vdm2020 Fig. 5a a public split, disjoint from the training rows."""
+    Xf = np.asarray(X_fit)
+    if Xf.ndim != 2 or Xf.shape[0] < 2:
+        raise ValueError(f"need a 2-d array with at least 2 rows to fit PCA, got shape {Xf.shape}")
     D = int(D)
-    if not 1 <= D <= Xtr.shape[1]:
-        raise ValueError(f"D must lie in 1..{Xtr.shape[1]} (the input dimension), got {D}")
-    mean = Xtr.mean(axis=0, dtype=np.float64)
-    cov = np.zeros((Xtr.shape[1], Xtr.shape[1]))
-    for a in range(0, Xtr.shape[0], 65536):  # chunked X^T X without a float64 copy of all of X
-        B = Xtr[a : a + 65536].astype(np.float64) - mean
+    if not 1 <= D <= Xf.shape[1]:
+        raise ValueError(f"D must lie in 1..{Xf.shape[1]} (the input dimension), got {D}")
+    mean = Xf.mean(axis=0, dtype=np.float64)
+    cov = np.zeros((Xf.shape[1], Xf.shape[1]))
+    for a in range(0, Xf.shape[0], 65536):
+        B = Xf[a : a + 65536].astype(np.float64) - mean
         cov += B.T @ B
     _, vecs = np.linalg.eigh(cov)
     W = vecs[:, ::-1][:, :D]
     W *= np.sign(W[np.abs(W).argmax(axis=0), np.arange(D)])
-    dtype = Xtr.dtype if np.issubdtype(Xtr.dtype, np.floating) else np.float64
+    return mean, W
 
-    def project(X: np.ndarray) -> np.ndarray:
-        Z = np.empty((X.shape[0], D), dtype=dtype)
-        for a in range(0, X.shape[0], 65536):
-            Z[a : a + 65536] = (X[a : a + 65536].astype(np.float64) - mean) @ W
-        return Z
 
-    return unit_ball_normalise(project(Xtr), project(Xte))
+def pca_apply(X: np.ndarray, mean: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """(X − mean) W in float64 chunks (float inputs keep their dtype)."""
+    X = np.asarray(X)
+    dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64
+    Z = np.empty((X.shape[0], W.shape[1]), dtype=dtype)
+    for a in range(0, X.shape[0], 65536):
+        Z[a : a + 65536] = (X[a : a + 65536].astype(np.float64) - mean) @ W
+    return Z
+
+
+def pca_project(X_train: np.ndarray, X_test: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Project both splits on the top-``D`` principal components of the training data (centred with the
+    training mean), then re-normalise to the unit ball with :func:`unit_ball_normalise` (vdm2020's code skips
+    this, so norms could reach 2). DATA-DEPENDENT: the basis and the scale come from the training rows — the
+    source's preprocessing; a private pipeline fits :func:`pca_basis` on a public split instead."""
+    Xtr, Xte = np.asarray(X_train), np.asarray(X_test)
+    if Xtr.ndim != 2 or Xte.ndim != 2 or Xtr.shape[1] != Xte.shape[1]:
+        raise ValueError(f"need 2-d train/test arrays of equal width, got {Xtr.shape} and {Xte.shape}")
+    mean, W = pca_basis(Xtr, D)
+    return unit_ball_normalise(pca_apply(Xtr, mean, W), pca_apply(Xte, mean, W))
 
 
 def max_row_norm(X: np.ndarray, rows: np.ndarray | None = None, chunk: int = 65536) -> float:
@@ -118,22 +130,28 @@ def max_row_norm(X: np.ndarray, rows: np.ndarray | None = None, chunk: int = 655
     return best
 
 
-def unit_ball_rows_into(out: np.ndarray, X: np.ndarray, rows: np.ndarray, scale: float, bias: bool,
+def unit_ball_rows_into(out: np.ndarray, X: np.ndarray, rows: np.ndarray, scale: float | None, bias: bool,
                         chunk: int = 65536) -> np.ndarray:
     """Fill ``out`` (float64, preallocated, possibly a memmap) with ``X[rows]`` divided by ``scale`` and
     projected into the unit ball, then (``bias``) augmented to ``[x, 1]/√2`` — row for row the same numbers
     as :func:`unit_ball_normalise` followed by :func:`add_bias_feature`, but chunked, so a large training
-    set (vdm2020 Fig. 4, N = 10⁶) never exists twice in float64."""
+    set (vdm2020 Fig. 4, N = 10⁶) never exists twice in float64.
+
+    ``scale=None``: every row is divided by its own norm instead (:func:`unit_sphere_rows`, zero rows stay
+    zero) — a per-row, data-independent map: replacing one training row changes no other row."""
     rows = np.asarray(rows)
     width = X.shape[1] + (1 if bias else 0)
     if out.shape != (rows.shape[0], width) or out.dtype != np.float64:
         raise ValueError(f"out must be float64 of shape {(rows.shape[0], width)}, got {out.dtype} {out.shape}")
-    inv = 1.0 / scale if scale > 0 else 1.0
+    inv = 1.0 / scale if scale is not None and scale > 0 else 1.0
     r2 = 1.0 / np.sqrt(2.0)
     for a in range(0, rows.shape[0], chunk):
         block = np.asarray(X[rows[a : a + chunk]], dtype=np.float64)
-        block *= inv
-        block = _shrink_to_unit(block)
+        if scale is None:
+            block = unit_sphere_rows(block)
+        else:
+            block *= inv
+            block = _shrink_to_unit(block)
         if bias:
             aug = np.empty((block.shape[0], width))
             aug[:, :-1] = block

@@ -5,6 +5,7 @@ from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, dpsgd_step
 from .softmax import (
     HESSIAN_BOUND_L,
     LIPSCHITZ_K,
+    SOLVER_ERROR_FRACTION,
     FitInfo,
     accuracy,
     accuracy_many,
@@ -16,6 +17,7 @@ from .softmax import (
     predict_logits,
     predict_logits_many,
     predict_many,
+    sensitivity_grad_norm_tol,
     softmax_objective,
     softmax_probabilities,
 )
@@ -24,6 +26,8 @@ __all__ = [
     "LIPSCHITZ_K",
     "HESSIAN_BOUND_L",
     "FitInfo",
+    "SOLVER_ERROR_FRACTION",
+    "sensitivity_grad_norm_tol",
     "softmax_objective",
     "fit_softmax",
     "fit_softmax_many",

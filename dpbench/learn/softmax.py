@@ -32,6 +32,8 @@ __all__ = [
     "softmax_objective",
     "fit_softmax",
     "fit_softmax_many",
+    "SOLVER_ERROR_FRACTION",
+    "sensitivity_grad_norm_tol",
     "predict_logits",
     "predict",
     "accuracy",
@@ -61,6 +63,7 @@ class FitInfo:
     converged: bool  #: scipy's ``success`` flag
     message: str
     seconds: float  #: wall time of the optimisation
+    grad_norm: float = float("nan")  #: ‖∇J‖₂ at the returned θ (set when a ``grad_norm_tol`` was asked for)
 
 
 #: Shifted logits (a − max a ≤ 0) are clamped at this value before exp. e^-600 ≈ 3e-261 is far below float64
@@ -68,6 +71,25 @@ class FitInfo:
 #: (e^-709 and below), which make OpenBLAS and numpy ~10× slower, never arise. The loss itself uses the
 #: unclamped true-class logit, so objective values are exact.
 EXP_FLOOR = -600.0
+
+#: Default η of :func:`sensitivity_grad_norm_tol`: the solver's distance to the exact minimiser is at most
+#: η/2 of the replace-one sensitivity 2K/(Nλ) of that minimiser.
+SOLVER_ERROR_FRACTION: float = 0.01
+
+
+def sensitivity_grad_norm_tol(n: int, error_fraction: float = SOLVER_ERROR_FRACTION) -> float:
+    """The stopping rule ‖∇J(θ̂)‖₂ ≤ τ = η·K/n for a softmax fit whose minimiser has replace-one sensitivity
+    Δ = 2K/(nλ) (vdm2020 Lemma 1; loss perturbation with λ its effective L2).
+
+    J is λ-strongly convex, so ‖θ̂ − θ*‖ ≤ ‖∇J(θ̂)‖₂/λ ≤ τ/λ = (η/2)·Δ, and two such approximate fits on
+    neighbouring datasets differ by at most Δ(1 + η). τ does not depend on λ or on the data (only on n), so a
+    noise scale calibrated to Δ(1 + η) covers the solver error exactly. ``error_fraction`` is η ∈ (0, 1]."""
+    eta = float(error_fraction)
+    if not (0.0 < eta <= 1.0):
+        raise ValueError(f"error_fraction must lie in (0, 1], got {error_fraction!r}")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return eta * LIPSCHITZ_K / int(n)
 
 def blas_thread_limit(n):
     """Context manager limiting BLAS threads to ``n`` (threadpoolctl); ``None`` = no change."""
@@ -199,6 +221,55 @@ def _lbfgs(fun, x0, gtol, ftol, maxiter, maxcor):
     return res.x, info
 
 
+class _ReachedGradNorm(Exception):
+    def __init__(self, x, norm):
+        self.x, self.norm = x, norm
+
+
+class _StopAtGradNorm:
+    """Objective wrapper that stops L-BFGS at the first evaluated point with ‖∇J‖₂ ≤ ``tol``. Any point will
+    do: for a λ-strongly convex J, ‖θ − θ*‖ ≤ ‖∇J(θ)‖₂/λ holds at every θ."""
+
+    def __init__(self, obj, tol):
+        self.obj, self.tol = obj, float(tol)
+        self.last_x, self.last_norm, self.calls = None, math.inf, 0
+
+    def __call__(self, x):
+        self.calls += 1
+        value, grad = self.obj(x)
+        norm = float(np.linalg.norm(grad))
+        if norm <= self.last_norm:
+            self.last_x, self.last_norm = np.array(x, copy=True), norm
+        if norm <= self.tol:
+            raise _ReachedGradNorm(np.array(x, copy=True), norm)
+        return value, grad
+
+
+def _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor, restarts=3):
+    """L-BFGS until ‖∇J‖₂ ≤ ``tol`` (scipy's own tests off: gtol = ftol = 0), restarted from the best point
+    (fresh curvature memory) up to ``restarts`` times; ``RuntimeError`` if it is not reached."""
+    t0 = time.perf_counter()
+    wrapped = _StopAtGradNorm(obj, tol)
+    x, n_iter, message = np.asarray(x0, dtype=np.float64), 0, ""
+    for _ in range(restarts + 1):
+        try:
+            res = minimize(wrapped, x, jac=True, method="L-BFGS-B",
+                           options={"maxiter": int(maxiter), "gtol": 0.0, "ftol": 0.0, "maxcor": int(maxcor)})
+            n_iter += int(res.nit)
+            message = str(res.message)
+            x = wrapped.last_x if wrapped.last_x is not None else res.x
+        except _ReachedGradNorm as done:
+            value, grad = obj(done.x)
+            info = FitInfo(n_iter=n_iter, n_fev=wrapped.calls, fun=float(value),
+                           grad_max=float(np.max(np.abs(grad))), converged=True,
+                           message=f"‖∇J‖₂ = {done.norm:.3g} ≤ {tol:.3g}", seconds=time.perf_counter() - t0,
+                           grad_norm=done.norm)
+            return done.x, info
+    raise RuntimeError(f"L-BFGS did not reach ‖∇J‖₂ ≤ {tol:.3g} (best {wrapped.last_norm:.3g}) in "
+                       f"{restarts + 1} runs of at most {maxiter} iterations ({message}); raise maxiter or the "
+                       "solver error fraction")
+
+
 def fit_softmax(
     X,
     y,
@@ -213,11 +284,15 @@ def fit_softmax(
     maxcor=10,
     blas_threads=None,
     return_info=False,
+    grad_norm_tol=None,
 ):
     """argmin_θ of :func:`softmax_objective` by scipy L-BFGS-B (spec §2.7, the paper trains with L-BFGS).
 
     ``theta0`` (D, C) warm-starts the solver (e.g. the non-private solution for loss perturbation); default 0.
-    Stops at max|∇J| ≤ ``gtol``, relative objective change ≤ ``ftol`` or ``maxiter`` iterations.
+    Stops at max|∇J| ≤ ``gtol``, relative objective change ≤ ``ftol`` or ``maxiter`` iterations — or, when
+    ``grad_norm_tol`` is given, exactly when ‖∇J(θ)‖₂ ≤ ``grad_norm_tol`` (then ``gtol``/``ftol`` are not
+    used, and ``RuntimeError`` is raised if it cannot be reached): with l2 > 0 the returned θ is then within
+    ``grad_norm_tol / l2`` of the exact minimiser, the guarantee the sensitivity methods need.
     ``blas_threads``: limit BLAS threads during the fit (None = unchanged; 1 is best for small problems or
     when the cores are shared). Returns θ (D, C), or ``(θ, FitInfo)`` with ``return_info=True``.
     """
@@ -229,7 +304,13 @@ def fit_softmax(
         if x0.size != obj.D * obj.C:
             raise ValueError(f"theta0 must have {obj.D}x{obj.C} entries, got {x0.size}")
     with blas_thread_limit(blas_threads):
-        x, info = _lbfgs(obj, x0, gtol, ftol, maxiter, maxcor)
+        if grad_norm_tol is None:
+            x, info = _lbfgs(obj, x0, gtol, ftol, maxiter, maxcor)
+        else:
+            tol = float(grad_norm_tol)
+            if not (tol > 0 and math.isfinite(tol)):
+                raise ValueError(f"grad_norm_tol must be a positive finite number, got {grad_norm_tol!r}")
+            x, info = _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor)
     theta = x.reshape(obj.D, obj.C)
     return (theta, info) if return_info else theta
 

@@ -2,8 +2,14 @@
 
 Global clipping of each full per-example gradient to ν, Gaussian noise N(0, σ²ν²I) on the clipped sum,
 Poisson sampling with q = batch/N for ceil(epochs·N/batch) steps (what the accountant assumes; shuffling
-is available and labelled). σ is calibrated to (ε, δ) by ``dpbench.privacy.calibrate_dpsgd_noise`` with
-the configured accountant and RDP→DP conversion. No L2 regularisation (paper L162).
+is available and labelled). σ is calibrated by ``dpbench.privacy.calibrate_dpsgd_noise`` with the configured
+accountant and RDP→DP conversion. No L2 regularisation (paper §4.1).
+
+Neighbouring relation: the accountants analyse add/remove-one neighbours, while vdm2020's privacy definition
+(Eq. 1) replaces one example. ``neighbouring: replace_one`` (default) calibrates the add/remove budget
+(ε/2, δ/(1 + e^{ε/2})), whose replace-one guarantee is exactly (ε, δ) by group privacy (two steps);
+``neighbouring: add_remove`` calibrates at (ε, δ) as the paper does — its rows record the replace-one ε at
+the same δ (dp_accounting's PLD accountant, ``epsilon_achieved``), between ε and 2ε.
 
 Repetitions are trained in fixed blocks of ``REP_BLOCK`` runs vectorised together; the block's random
 stream is keyed by its content (method, parameters, ε, δ, block index), so results do not depend on the
@@ -15,7 +21,8 @@ from __future__ import annotations
 
 from dpbench.learn import accuracy_many, dpsgd_softmax, dpsgd_steps
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
-from dpbench.privacy import calibrate_dpsgd_noise
+from dpbench.privacy import calibrate_dpsgd_noise, dpsgd_replace_one_epsilon
+from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
 from dpbench.store import content_key
 
 REP_BLOCK = 10
@@ -52,31 +59,45 @@ class DPSGD(Method):
         return {"clip": clip_norm(float(tuned), s["batch_size"], s.get("clip_scale", "per_example")),
                 "batch_size": s["batch_size"], "epochs": s["epochs"],
                 "learning_rate": s["learning_rate"], "sampling": s["sampling"],
-                "accountant": s["accountant"], "conversion": s["conversion"]}
+                "accountant": s["accountant"], "conversion": s["conversion"],
+                "neighbouring": s.get("neighbouring", "replace_one")}
 
     def group_key(self, cell: Cell):
         return (cell.problem, cell.params, cell.epsilon, cell.delta, cell.rep // REP_BLOCK)
 
     def calibration(self, problem: Problem, cell: Cell):
-        """σ for (ε, δ) with the configured accountant, q = batch/N and the learner's own step count."""
+        """σ for (ε, δ) under the configured neighbouring relation, with the configured accountant, q = batch/N
+        and the learner's own step count; returns (calibration, replace-one ε of the release)."""
         p = cell.param
         n = problem.n_train
         steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
-        return calibrate_dpsgd_noise(cell.epsilon, cell.delta, min(1.0, p["batch_size"] / n), steps,
-                                     accountant=p["accountant"],
-                                     conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        q = min(1.0, p["batch_size"] / n)
+        relation = p.get("neighbouring", "replace_one")
+        if relation == "replace_one":
+            eps, delta = add_remove_budget_for_replace_one(cell.epsilon, cell.delta)
+        elif relation == "add_remove":
+            eps, delta = cell.epsilon, cell.delta
+        else:
+            raise ValueError(f"neighbouring must be 'replace_one' or 'add_remove', got {relation!r}")
+        cal = calibrate_dpsgd_noise(eps, delta, q, steps, accountant=p["accountant"],
+                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        achieved = (2 * cal.epsilon if relation == "replace_one"
+                    else dpsgd_replace_one_epsilon(cal.noise_multiplier, q, steps, cell.delta))
+        return cal, achieved
 
     @staticmethod
-    def record(accuracy: float, cal, p: dict) -> dict:
+    def record(accuracy: float, calibration, p: dict) -> dict:
+        cal, achieved = calibration
         return {"accuracy": float(accuracy), "noise_kind": "gaussian", "noise_scale": cal.noise_multiplier,
                 "composition": "rdp" if p["accountant"] == "rdp" else "pld",
                 "accountant": f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}",
-                "epsilon_achieved": cal.epsilon, "sampling": p["sampling"]}
+                "epsilon_achieved": achieved, "sampling": p["sampling"]}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         c0 = cells[0]
         p = c0.param
-        cal = self.calibration(problem, c0)
+        calibration = self.calibration(problem, c0)
+        cal = calibration[0]
         block = c0.rep // REP_BLOCK
         block_key = content_key({"dpsgd-block": [c0.problem, list(map(list, c0.params)), c0.epsilon, c0.delta, block]})
         reps = list(range(block * REP_BLOCK, (block + 1) * REP_BLOCK))
@@ -85,4 +106,4 @@ class DPSGD(Method):
                                epochs=p["epochs"], learning_rate=p["learning_rate"], rng=ctx.rng(block_key),
                                n_runs=len(reps), sampling=p["sampling"])
         accs = accuracy_many(thetas, problem.X_eval, problem.y_eval)
-        return [self.record(accs[reps.index(cell.rep)], cal, p) for cell in cells]
+        return [self.record(accs[reps.index(cell.rep)], calibration, p) for cell in cells]

@@ -95,11 +95,13 @@ class DPSGDMLP(DPSGD):
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings
         return {"clip": clip_norm(float(tuned), s["batch_size"], s["clip_scale"]),
-                **{k: s[k] for k in (*_SGD, "sampling", "accountant", "conversion")}}
+                **{k: s[k] for k in (*_SGD, "sampling", "accountant", "conversion")},
+                "neighbouring": s.get("neighbouring", "replace_one")}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         p = cells[0].param
-        cal = self.calibration(problem, cells[0])
+        calibration = self.calibration(problem, cells[0])
+        cal = calibration[0]
         # one stream per repetition, keyed by the cell: a run does not depend on which runs share the call
         params = dpsgd_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"],
                            noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
@@ -107,4 +109,4 @@ class DPSGDMLP(DPSGD):
                            rng=[ctx.rng(c.key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
                            schedule=p["schedule"])
         accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
-        return [self.record(a, cal, p) for a in accs]
+        return [self.record(a, calibration, p) for a in accs]

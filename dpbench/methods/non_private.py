@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbench.learn import fit_softmax
+from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.store import content_key
 
 
-def trained_softmax(problem: Problem, l2: float, ctx: Context, gtol: float, maxiter: int) -> np.ndarray:
-    """The minimiser of mean cross-entropy + (l2/2)‖θ‖²_F on ``problem``; trained once, cached on disk.
+def trained_softmax(problem: Problem, l2: float, ctx: Context, error_fraction: float, maxiter: int) -> np.ndarray:
+    """The minimiser of mean cross-entropy + (l2/2)‖θ‖²_F on ``problem``, to within (η/2)·2K/(Nλ) of the exact
+    one (stopping rule :func:`dpbench.learn.sensitivity_grad_norm_tol`, η = ``error_fraction``); trained
+    once, cached on disk.
 
     Shared by the baseline, model sensitivity, prediction sensitivity and (as a warm start) loss
     perturbation: every ε, δ, B and repetition of those methods is evaluated from this one fit.
     """
-    key = content_key({"artefact": "softmax", "problem": problem.key, "l2": l2, "gtol": gtol, "maxiter": maxiter})
+    key = content_key({"artefact": "softmax-v2", "problem": problem.key, "l2": l2,
+                       "error_fraction": error_fraction, "maxiter": maxiter})
 
     def compute():
-        theta = fit_softmax(problem.X_train, problem.y_train, problem.n_classes, l2=l2, gtol=gtol, maxiter=maxiter)
+        theta = fit_softmax(problem.X_train, problem.y_train, problem.n_classes, l2=l2, maxiter=maxiter,
+                            grad_norm_tol=sensitivity_grad_norm_tol(problem.n_train, error_fraction))
         return {"theta": np.asarray(theta)}
 
     return ctx.store.artefact(key, compute)["theta"]
@@ -33,13 +37,14 @@ class NonPrivate(Method):
     tuned = "l2"
 
     def cell_params(self, problem, tuned, epsilon, delta):
-        return {"l2": float(tuned), "gtol": self.settings["gtol"], "maxiter": self.settings["maxiter"]}
+        return {"l2": float(tuned), "error_fraction": self.settings["error_fraction"],
+                "maxiter": self.settings["maxiter"]}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         out = []
         for cell in cells:
             p = cell.param
-            theta = trained_softmax(problem, p["l2"], ctx, p["gtol"], p["maxiter"])
+            theta = trained_softmax(problem, p["l2"], ctx, p["error_fraction"], p["maxiter"])
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),
                         "noise_kind": "none", "noise_scale": 0.0})
         return out

@@ -2,9 +2,11 @@
 
 T non-private softmax models on disjoint random parts of ⌊N/T⌋ examples (remainder dropped, a new partition
 each repetition, no L2: paper L162 — a bounded number of L-BFGS iterations is the implicit regulariser);
-each query returns a label sampled with probability ∝ exp(β · votes). β = ε/B (Thm 7) for δ = 0; for δ > 0
-β = max(ε/B, √(2/B)(√(ln(1/δ)+ε) − √(ln(1/δ)))) (Eq. 61). ``beta_rule: standard`` halves β, the exponential
-mechanism's usual 2β-per-query analysis that the paper's proof omits (erratum 9).
+each query returns a label sampled with probability ∝ exp(β · votes). One record moves one vote, so two
+counts change and each query is 2β-DP. ``beta_rule: standard`` (default, correct): β = ε*/2 with the
+per-query ε* = ε/B (δ = 0) or max(ε/B, √(2/B)(√(ln(1/δ)+ε) − √(ln(1/δ)))) (δ > 0, Eq. 61).
+``beta_rule: paper``: β = ε* as in Thm 7, whose proof omits the normaliser — its rows record the true
+ε (``epsilon_achieved``: 2ε for δ = 0) and the legend says so.
 
 The T models are trained once per repetition; every (ε, δ, B) cell of that repetition is evaluated from
 the same vote-count matrix.
@@ -16,7 +18,8 @@ import numpy as np
 
 from dpbench.learn import fit_softmax_many, predict_many
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
-from dpbench.privacy import exponential_mechanism, per_query_pure_epsilon
+from dpbench.privacy import (exponential_mechanism, vote_exponential_mechanism_beta,
+                              vote_exponential_mechanism_epsilon)
 from dpbench.store import content_key
 
 
@@ -85,13 +88,13 @@ class SubsampleAggregate(Method):
 def private_vote_accuracy(counts: np.ndarray, y_eval: np.ndarray, cells: list[Cell], beta_rule: str,
                           ctx: Context) -> list[dict]:
     """Each cell's accuracy when every query answers with the exponential mechanism on its vote counts
-    (β per query from (ε, δ, B) by Thm 7 / Eq. 61; halved by ``beta_rule: standard``)."""
+    (β from (ε, δ, B) by :func:`dpbench.privacy.vote_exponential_mechanism_beta`); ``epsilon_achieved`` is
+    the true ε of the B queries (equal to the cell's ε for the standard rule, 2ε for the paper's at δ = 0)."""
     out = []
     for cell in cells:
-        beta, comp = per_query_pure_epsilon(cell.epsilon, cell.delta, cell.budget)
-        if beta_rule == "standard":
-            beta = beta / 2
+        beta, comp = vote_exponential_mechanism_beta(cell.epsilon, cell.delta, cell.budget, beta_rule)
         labels = exponential_mechanism(ctx.rng(cell.key), counts.astype(float), beta)
         out.append({"accuracy": float(np.mean(labels == y_eval)), "noise_kind": "exponential",
-                    "noise_scale": beta, "composition": comp})
+                    "noise_scale": beta, "composition": comp,
+                    "epsilon_achieved": vote_exponential_mechanism_epsilon(beta, cell.delta, cell.budget)})
     return out

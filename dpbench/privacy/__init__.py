@@ -5,7 +5,8 @@ advanced composition, vdm2020 per-query budget rules) and ``accounting`` (DP-SGD
 """
 
 from . import attack_bounds  # noqa: F401  (membership-inference bounds, spec lectures §3.2)
-from .accounting import TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, classic_rdp_to_dp, dpsgd_epsilon
+from .accounting import (TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, classic_rdp_to_dp, dpsgd_epsilon,
+                         dpsgd_replace_one_epsilon)
 from .composition import (
     GaussianQueryMultiplier,
     advanced_composition,
@@ -13,6 +14,9 @@ from .composition import (
     basic_composition,
     per_query_gaussian_multiplier,
     per_query_pure_epsilon,
+    pure_composition_epsilon,
+    vote_exponential_mechanism_beta,
+    vote_exponential_mechanism_epsilon,
 )
 from .mechanisms import (
     analytic_gaussian_alpha,
@@ -31,12 +35,16 @@ __all__ = [
     "calibrate_dpsgd_noise",
     "classic_rdp_to_dp",
     "dpsgd_epsilon",
+    "dpsgd_replace_one_epsilon",
     "GaussianQueryMultiplier",
     "advanced_composition",
     "advanced_composition_step_epsilon",
     "basic_composition",
     "per_query_gaussian_multiplier",
     "per_query_pure_epsilon",
+    "pure_composition_epsilon",
+    "vote_exponential_mechanism_beta",
+    "vote_exponential_mechanism_epsilon",
     "analytic_gaussian_alpha",
     "analytic_gaussian_sigma",
     "classic_gaussian_sigma",

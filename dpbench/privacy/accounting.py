@@ -31,7 +31,8 @@ class _DropExcludedOrder(_logging.Filter):
 
 _logging.getLogger("absl").addFilter(_DropExcludedOrder())
 
-__all__ = ["TF_ORDERS", "classic_rdp_to_dp", "dpsgd_epsilon", "DpsgdCalibration", "calibrate_dpsgd_noise"]
+__all__ = ["TF_ORDERS", "classic_rdp_to_dp", "dpsgd_epsilon", "dpsgd_replace_one_epsilon", "DpsgdCalibration",
+           "calibrate_dpsgd_noise"]
 
 #: RDP orders of TF-Privacy's ``compute_dp_sgd_privacy`` (vdm2020 §2.3).
 TF_ORDERS: list[float] = [1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5] + list(range(5, 64)) + [128, 256, 512]
@@ -138,6 +139,23 @@ def dpsgd_epsilon(
     if not orders or min(orders) <= 1:
         raise ValueError(f"orders must be non-empty and all > 1, got {orders!r}")
     return _dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, conversion, orders)
+
+
+@functools.lru_cache(maxsize=4096)
+def _replace_one_epsilon(noise_multiplier, sample_rate, steps, delta):
+    dpa, pld_privacy_accountant, _ = _dpa()
+    acc = pld_privacy_accountant.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(_event(noise_multiplier, sample_rate, steps))
+    return float(acc.get_epsilon(delta))
+
+
+def dpsgd_replace_one_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """ε(δ) of DP-SGD (Poisson-subsampled Gaussian steps) for **replace-one** neighbours, by dp_accounting's
+    PLD accountant (``NeighboringRelation.REPLACE_ONE``; the RDP accountant has no replace-one Poisson
+    analysis). Between the add/remove ε and twice it (group privacy)."""
+    noise_multiplier = V.positive("noise_multiplier", noise_multiplier)
+    delta, sample_rate, steps, _ = _check_common(delta, sample_rate, steps, "pld", None)
+    return _replace_one_epsilon(noise_multiplier, sample_rate, steps, delta)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Composition theorems and the per-query budget rules of vdm2020's private-prediction methods.
 
-References are to ``/work/shared/spec/vdm2020.md`` (van der Maaten & Hannun 2020, "vdm2020"). ``k`` / ``B``
+References are to van der Maaten & Hannun (2020), "The Trade-Offs of Private Prediction" ("vdm2020"). ``k`` / ``B``
 is the number of composed mechanisms (queries). All guarantees are for adaptive composition of mechanisms
 that are each (ε*, δ*)-DP with respect to the same neighbouring relation.
 """
@@ -23,6 +23,9 @@ __all__ = [
     "GaussianQueryMultiplier",
     "per_query_gaussian_multiplier",
     "per_query_pure_epsilon",
+    "pure_composition_epsilon",
+    "vote_exponential_mechanism_beta",
+    "vote_exponential_mechanism_epsilon",
 ]
 
 
@@ -62,8 +65,9 @@ def advanced_composition_step_epsilon(epsilon: float, k: int, delta_prime: float
     """Per-step ε* for a total ε under advanced composition (vdm2020 Eq. 51; Eq. 61 with δ′ = δ).
 
     ε* = √(2/k)·(√(ln(1/δ′) + ε) − √(ln(1/δ′))) solves √(2k ln(1/δ′))ε* + k(ε*)²/2 = ε (Eq. 50), i.e. Eq. 48
-    with e^{ε*} − 1 replaced by ε*. Since e^x − 1 ≥ x, Eq. 48 at this ε* exceeds ε by k·ε*(e^{ε*}−1−ε*)/2
-    ≈ k(ε*)³/4 (≈ 2e-4 relative at ε=1, k=100); this is the paper's and its code's rule, kept as written.
+    with e^{ε*} − 1 replaced by ε*. Read through Eq. 48 this would exceed ε by ≈ k(ε*)³/4, but for *pure*
+    ε*-DP steps the rule is exact by zero-concentrated DP (Bun & Steinke 2016, Prop. 3.3 and 1.3): each step is
+    (ε*²/2)-zCDP, k steps are (kε*²/2)-zCDP, which is (kε*²/2 + √(2k ln(1/δ′))·ε*, δ′)-DP = (ε, δ′)-DP.
     """
     epsilon = V.positive("epsilon", epsilon)
     k = V.count("k", k)
@@ -144,3 +148,45 @@ def per_query_pure_epsilon(epsilon: float, delta: float, n_queries: int) -> tupl
     if advanced > standard:
         return advanced, "advanced"
     return standard, "standard"
+
+
+def pure_composition_epsilon(epsilon_step, k: int, delta: float) -> float:
+    """Total ε of k adaptively composed pure ε*-DP mechanisms at failure probability δ: kε* for δ = 0, else
+    min(kε*, k(ε*)²/2 + √(2k ln(1/δ))·ε*) (the zCDP bound of :func:`advanced_composition_step_epsilon`)."""
+    epsilon_step = V.nonnegative("epsilon_step", epsilon_step)
+    k = V.count("k", k)
+    delta = V.delta_halfopen("delta", delta)
+    basic = k * epsilon_step
+    if delta == 0:
+        return basic
+    return min(basic, k * epsilon_step ** 2 / 2 + math.sqrt(2 * k * math.log(1 / delta)) * epsilon_step)
+
+
+VOTE_BETA_RULES = ("standard", "paper")
+
+
+def vote_exponential_mechanism_beta(epsilon: float, delta: float, n_queries: int, rule: str = "standard"
+                                    ) -> tuple[float, str]:
+    """Inverse temperature β of subsample-and-aggregate's exponential mechanism on vote counts, for B =
+    ``n_queries`` queries with total (ε, δ) (vdm2020 §2.5, Alg. 8). Returns ``(beta, composition)``.
+
+    Replacing (or adding/removing) one training record changes one teacher's vote from class a to class b:
+    two counts move by 1 in opposite directions, so sampling ∝ exp(β·count) is **2β**-DP per query (McSherry
+    & Talwar 2007; the ratio e^{2β} is approached when class a dominates the normaliser).
+
+    * ``"standard"`` (the default, correct): per-query ε* from :func:`per_query_pure_epsilon` (ε/B, or the
+      Eq. 61 rule for δ > 0), then β = ε*/2.
+    * ``"paper"``: β = ε* as in vdm2020 Thm 7 / Eq. 61, whose proof omits the normaliser. The B queries are
+      then (2ε, δ)-DP for δ = 0 (about 1.5–2× ε for δ > 0): see :func:`vote_exponential_mechanism_epsilon`.
+    """
+    if rule not in VOTE_BETA_RULES:
+        raise ValueError(f"beta_rule must be one of {VOTE_BETA_RULES}, got {rule!r}")
+    step, comp = per_query_pure_epsilon(epsilon, delta, n_queries)
+    return (step / 2.0 if rule == "standard" else step), comp
+
+
+def vote_exponential_mechanism_epsilon(beta: float, delta: float, n_queries: int) -> float:
+    """The true total ε of B = ``n_queries`` exponential-mechanism queries with inverse temperature β on
+    vote counts (each 2β-DP, see :func:`vote_exponential_mechanism_beta`) at failure probability δ."""
+    beta = V.positive("beta", beta)
+    return pure_composition_epsilon(2.0 * beta, n_queries, delta)

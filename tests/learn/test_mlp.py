@@ -250,7 +250,7 @@ def test_dpsgd_deterministic_runs_differ_and_per_run_streams_match_alone():
         for r, s in enumerate(seeds):
             alone = dpsgd_mlp(X, Y, C, H, rng=np.random.default_rng(s), sampling=sampling, **kw).flat()[0]
             np.testing.assert_allclose(many[r], alone, rtol=1e-12, atol=1e-15)
-            assert np.abs(many[r] - alone).max() == 0.0  # bit-identical here (GEMM blocking permitting)
+
 
 
 def test_fit_many_deterministic_and_members_match_fit_mlp():

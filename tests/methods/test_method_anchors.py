@@ -14,11 +14,16 @@ from dpbench.methods.sensitivity import model_sensitivity_noise, prediction_sens
     (1.0, 0.35355, 10, 1.667e-4, 14.258),
 ])
 def test_loss_perturbation_constants(eps, beta, rho, rho_n, sigma):  # §8.4 (K=√2, L=1/2, C=10)
-    kind, b, r = loss_perturbation_noise(eps, 0.0, 10)
+    # the paper's anchors are its add/remove calibration
+    kind, b, r = loss_perturbation_noise(eps, 0.0, 10, "add_remove")
     assert kind == "l2_laplace" and b == pytest.approx(beta, rel=1e-4) and r == pytest.approx(rho)
     assert r / 60000 == pytest.approx(rho_n, rel=1e-3)
-    kind, s, _ = loss_perturbation_noise(eps, 1e-5, 10)
+    kind, s, _ = loss_perturbation_noise(eps, 1e-5, 10, "add_remove")
     assert kind == "gaussian_kifer" and s == pytest.approx(sigma, rel=1e-4)
+    # the default, replace-one: a replaced record moves the gradient sum by up to 2K -> half β, twice σ
+    kind, b, r2 = loss_perturbation_noise(eps, 0.0, 10)
+    assert b == pytest.approx(beta / 2, rel=1e-4) and r2 == r
+    assert loss_perturbation_noise(eps, 1e-5, 10)[1] == pytest.approx(2 * sigma, rel=1e-4)
 
 
 def test_loss_perturbation_regulariser_rules():
@@ -35,10 +40,10 @@ def test_loss_perturbation_regulariser_rules():
     (1e-2, 212.13, 37.01, 2.1213, 4.714),
 ])
 def test_laplace_type_sensitivity_methods(lam, beta_model, e_norm_model, beta_pred, e_norm_pred):  # §8.5
-    kind, b = model_sensitivity_noise(60000, lam, 1.0, 0.0)
+    kind, b = model_sensitivity_noise(60000, lam, 1.0, 0.0, 0.0)
     assert kind == "l2_laplace" and b == pytest.approx(beta_model, rel=1e-4)
     assert 7850 / b == pytest.approx(e_norm_model, rel=1e-3)  # E‖B‖ = d/β over D·C (+C bias) = 7850 dims
-    kind, b, comp = prediction_sensitivity_noise(60000, lam, 1.0, 0.0, 100)
+    kind, b, comp = prediction_sensitivity_noise(60000, lam, 1.0, 0.0, 100, 0.0)
     assert b == pytest.approx(beta_pred, rel=1e-4) and comp == "standard"
     assert 10 / b == pytest.approx(e_norm_pred, rel=1e-3)
 
@@ -46,11 +51,11 @@ def test_laplace_type_sensitivity_methods(lam, beta_model, e_norm_model, beta_pr
 def test_gaussian_sensitivity_methods_use_analytic_gaussian():  # §8.2, §8.3 times Δ₂ = 2K/(Nλ)
     n, lam = 60000, 1e-3
     delta2 = 2 * LIPSCHITZ_K / (n * lam)
-    kind, s = model_sensitivity_noise(n, lam, 1.0, 1e-5)
+    kind, s = model_sensitivity_noise(n, lam, 1.0, 1e-5, 0.0)
     assert kind == "gaussian_analytic" and s / delta2 == pytest.approx(3.73063, rel=1e-5)
     for budget, mult, comp in [(1, 3.7306, "standard"), (10, 36.305, "standard"), (100, 197.60, "advanced"),
                                (1000, 664.05, "advanced")]:
-        kind, s, c = prediction_sensitivity_noise(n, lam, 1.0, 1e-5, budget)
+        kind, s, c = prediction_sensitivity_noise(n, lam, 1.0, 1e-5, budget, 0.0)
         assert s / delta2 == pytest.approx(mult, rel=1e-4) and c == comp
 
 

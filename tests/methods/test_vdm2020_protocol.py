@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpbench.config import ConfigError, validate_config
-from dpbench.data import add_bias_feature, unit_ball_normalise, unit_ball_rows_into
+from dpbench.data import add_bias_feature, unit_ball_normalise, unit_ball_rows_into, unit_sphere_rows
 from dpbench.runner import run_series
 from dpbench.studies import vdm2020
 
@@ -59,7 +59,8 @@ def test_prepared_problems_are_memory_mapped_and_equal_the_transforms(tiny_confi
     d = tiny_config["data"]
     ds = load_dataset("mnist", cache_dir=d["cache_dir"], source="substitute", n_train=600, n_test=cfg["n_test"])
     tr, val = vdm2020._select_rows(np.asarray(ds.y_train), None, tiny_config["seed"], "validation", 0.1)
-    X_tr, X_ev = unit_ball_normalise(np.asarray(ds.X_train[tr], np.float64), np.asarray(ds.X_train[val], np.float64))
+    # the default preprocessing is per row (data-independent): x / ||x||, then the bias feature
+    X_tr, X_ev = unit_sphere_rows(np.asarray(ds.X_train[tr], np.float64)), unit_sphere_rows(np.asarray(ds.X_train[val], np.float64))
     np.testing.assert_array_equal(np.asarray(p.X_train), add_bias_feature(X_tr))
     np.testing.assert_array_equal(p.X_eval, add_bias_feature(X_ev))
     np.testing.assert_array_equal(p.y_eval, ds.y_train[val])
