@@ -177,7 +177,7 @@ def vote_exponential_mechanism_beta(epsilon: float, delta: float, n_queries: int
     * ``"standard"`` (the default, correct): per-query ε* from :func:`per_query_pure_epsilon` (ε/B, or the
       Eq. 61 rule for δ > 0), then β = ε*/2.
     * ``"paper"``: β = ε* as in vdm2020 Thm 7 / Eq. 61, whose proof omits the normaliser. The B queries are
-      then (2ε, δ)-DP for δ = 0 (about 1.5–2× ε for δ > 0): see :func:`vote_exponential_mechanism_epsilon`.
+      then (2ε, δ)-DP for δ = 0 (about 2ε for δ > 0 by the same composition bounds): see :func:`vote_exponential_mechanism_epsilon`.
     """
     if rule not in VOTE_BETA_RULES:
         raise ValueError(f"beta_rule must be one of {VOTE_BETA_RULES}, got {rule!r}")

@@ -234,6 +234,19 @@ def fixed_hyperparameter(cfg: dict, method) -> float:
 LARGE_SOURCE_BYTES = 1 << 29  # after preparing a training set above 512 MiB, drop its float32 source
 
 
+def row_scale(X_train, train_rows, preprocessing: str) -> float | None:
+    """The divisor of the rows before the bias feature (:func:`dpbench.data.unit_ball_rows_into`): None —
+    every row by its own norm — for ``data_independent``; the largest training-row norm for ``source`` (the
+    paper's code: replacing one training row can rescale every other row)."""
+    from dpbench.data import max_row_norm
+
+    if preprocessing == "data_independent":
+        return None
+    if preprocessing == "source":
+        return max_row_norm(X_train, train_rows)
+    raise ValueError(f"preprocessing must be 'data_independent' or 'source', got {preprocessing!r}")
+
+
 def _public_rows(n: int, seed: int, fraction: float) -> np.ndarray:
     """Rows of the training set set aside as a PUBLIC split (never trained on) for fitting PCA (Fig. 5a)."""
     perm = np.random.default_rng(np.random.SeedSequence([seed, 11])).permutation(n)
@@ -275,7 +288,7 @@ def _load_prepared(folder: Path):
 def _problem(data_json: str, split: str, validation_fraction: float, bias: str, n_classes: int | None,
              pca_dim: int | None, results_cache: str, preprocessing: str = "data_independent",
              pca_public_fraction: float = 0.1) -> Problem:
-    from dpbench.data import add_bias_feature, load_dataset, max_row_norm, pca_apply, pca_basis, pca_project
+    from dpbench.data import add_bias_feature, load_dataset, pca_apply, pca_basis, pca_project
     from dpbench.data import unit_ball_normalise, unit_ball_rows_into, unit_sphere_rows
     from dpbench.store import atomic_write_bytes
 
@@ -337,7 +350,7 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
             np.save(tmp / "X_train.npy", X_train)
             del X_train
         else:  # chunk by chunk into a memory-mapped .npy: one float64 copy, on disk, shared by every worker
-            scale = max_row_norm(ds.X_train, train_rows) if source_prep else None  # None: per-row norm
+            scale = row_scale(ds.X_train, train_rows, preprocessing)
             width = ds.X_train.shape[1] + (1 if with_bias else 0)
             X_eval = unit_ball_rows_into(np.empty((len(eval_rows), width)), X_eval_src, eval_rows, scale, with_bias)
             mm = np.lib.format.open_memmap(tmp / "X_train.npy", mode="w+", dtype=np.float64,
@@ -501,7 +514,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
         t = (cfg["mlp"]["subsample_aggregate"]["n_models"] if "subsample_aggregate_mlp" in shown
              else "the x axis" if spec.x_name == "n_models" else cfg["subsagg_models"])
         out.append(f"Subsample-and-aggregate: T = {t}, β = "
-                   + ("ε/B as in the paper (Thm 7). PAPER'S β — ACTUAL ε = 2 × AXIS at δ = 0 (about 1.5–2× for "
+                   + ("ε/B as in the paper (Thm 7). PAPER'S β — ACTUAL ε = 2 × AXIS at δ = 0 (about 2× for "
                       "δ > 0): one record moves one vote, so two counts change and each query is 2β-DP; the proof "
                       "omits the normaliser. The rows' epsilon_achieved holds the true ε."
                       if cfg["subsample_aggregate"]["beta_rule"] == "paper"
