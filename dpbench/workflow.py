@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from dpbench.config import validate_config
 from dpbench.studies import STUDIES
@@ -48,6 +49,7 @@ def study_series_files(config: dict, study: str) -> list[str]:
 def all_targets(config: dict) -> list[str]:
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
     out += [f"{config['figures_dir']}/{s}/anchors.html" for s in config["studies"]]
+    out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
     return out
 
 
@@ -198,6 +200,21 @@ def job_figure(config: dict, study: str, figure: str, inputs: list[str], out: st
 
     with log_to(log):
         plot_from_files(config, study, figure, inputs, out)
+
+
+def privacy_table_signature(config: dict) -> str:
+    """The privacy table depends on the config (which source options are active) and on its own data."""
+    from dpbench.studies import privacy_table
+
+    return json.dumps(privacy_table.table(config), sort_keys=True)
+
+
+def job_privacy_table(config: dict, out_html: str, log: str) -> None:
+    from dpbench.store import atomic_write_bytes
+    from dpbench.studies import privacy_table
+
+    with log_to(log):
+        atomic_write_bytes(Path(out_html), privacy_table.html(config).encode())
 
 
 def job_anchors(config: dict, study: str, inputs: list[str], out_parquet: str, out_html: str, log: str) -> None:

@@ -455,7 +455,9 @@ def deviations(cfg: dict, name: str) -> list[str]:
         "decision threshold calibrated leave-one-out on the shadow models.",
         f"Training (each method's own code, dpbench.learn / dpbench.methods): non-private softmax regression λ = "
         f"{tc['l2_non_private']:g} (L-BFGS, gtol {tc['gtol']:g}); output perturbation (vdm2020 model sensitivity, "
-        f"L2-Laplace, λ = {tc['l2']:g}) and loss perturbation (vdm2020, {tc['loss_perturbation_regularizer']}) pure "
+        f"L2-Laplace, λ = {tc['l2']:g}, noise for Δ(1 + η) with the L-BFGS fit stopped at ‖∇J‖₂ ≤ ηK/n, η = 0.01) and "
+        f"loss perturbation (vdm2020, {tc['loss_perturbation_regularizer']}, noise calibrated for a REPLACED record — "
+        "gradient difference 2K; the paper's add/remove calibration would be 1.5ε-DP in this game) pure "
         f"ε-DP; DP-SGD (batch {tc['dpsgd']['batch_size']}, {tc['dpsgd']['epochs']} epochs, clip "
         f"{tc['dpsgd']['clip']:g}, lr {tc['dpsgd']['learning_rate']:g}, Poisson sampling, RDP {tc['dpsgd']['conversion']}"
         f") and BST14 at δ = {cfg['delta']:g}; bolt-on PSGD (strongly convex, ε-DP), SCS13 (ε-DP) and BST14 with "

@@ -160,7 +160,7 @@ def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, 
     ``noise_factor`` is FAULT INJECTION for testing the audit: the mechanism is calibrated as if the budget
     were ε/noise_factor (for the L2-Laplace output and loss perturbation exactly: noise scale × noise_factor).
     Returns (score matrix (d, C), info)."""
-    from dpbench.learn import fit_softmax
+    from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
 
     tc = cfg["training"]
     n, d = X.shape
@@ -173,8 +173,8 @@ def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, 
         from dpbench.methods.sensitivity import model_sensitivity_noise
         from dpbench.privacy import sample_l2_laplace
 
-        theta = fit_softmax(X, y, C, l2=tc["l2"], gtol=tc["gtol"], maxiter=tc["maxiter"])
-        kind, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)
+        theta = fit_softmax(X, y, C, l2=tc["l2"], maxiter=tc["maxiter"], grad_norm_tol=sensitivity_grad_norm_tol(n))
+        kind, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)  # calibrated to Δ(1 + η): covers the solver
         return theta + sample_l2_laplace(rng, beta, theta.size).reshape(theta.shape), {"noise_scale": 1 / beta}
     if method == "loss_perturbation":
         from dpbench.methods.loss_perturbation import loss_perturbation_l2, loss_perturbation_noise
@@ -182,9 +182,10 @@ def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, 
 
         kind, beta, rho = loss_perturbation_noise(eps, 0.0, C)
         l2 = loss_perturbation_l2(tc["loss_perturbation_regularizer"], rho, n, tc["l2"])
-        theta0 = fit_softmax(X, y, C, l2=l2, gtol=tc["gtol"], maxiter=tc["maxiter"])
+        tol = sensitivity_grad_norm_tol(n)  # replace-one calibration (the game's relation), solver within η/2·Δ
+        theta0 = fit_softmax(X, y, C, l2=l2, maxiter=tc["maxiter"], grad_norm_tol=tol)
         noise = sample_l2_laplace(rng, beta, theta0.size).reshape(theta0.shape)
-        theta = fit_softmax(X, y, C, l2=l2, linear=noise / n, theta0=theta0, gtol=tc["gtol"], maxiter=tc["maxiter"])
+        theta = fit_softmax(X, y, C, l2=l2, linear=noise / n, theta0=theta0, maxiter=tc["maxiter"], grad_norm_tol=tol)
         return theta, {"noise_scale": 1 / beta, "l2_effective": l2}
     if method == "dpsgd":
         from dpbench.learn import dpsgd_softmax, dpsgd_steps
@@ -255,11 +256,11 @@ def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes
     T = int(trials)
     eps = float(epsilon) / float(noise_factor)
     if method == "output_perturbation":
-        from dpbench.learn import fit_softmax
+        from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
         from dpbench.methods.sensitivity import model_sensitivity_noise
         from dpbench.privacy import sample_l2_laplace
 
-        theta = fit_softmax(X, y, C, l2=tc["l2"], gtol=tc["gtol"], maxiter=tc["maxiter"])
+        theta = fit_softmax(X, y, C, l2=tc["l2"], maxiter=tc["maxiter"], grad_norm_tol=sensitivity_grad_norm_tol(n))
         _, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)
         return theta[None] + sample_l2_laplace(rng, beta, theta.size, (T,)).reshape((T,) + theta.shape)
     if method == "bolt_on":

@@ -241,3 +241,27 @@ def test_default_config_uses_the_correct_calibrations():
         assert 0 < lp.settings["error_fraction"] <= 0.05
         for name in ("dpsgd", "dpsgd_mlp"):
             assert vdm2020.make_method(cfg, name).settings.get("neighbouring", "replace_one") == "replace_one"
+
+
+def test_privacy_table_covers_every_study_and_flags_active_source_options():
+    import copy
+    from pathlib import Path
+
+    from dpbench.config import load_config
+    from dpbench.studies import privacy_table
+
+    cfg = load_config(Path(__file__).resolve().parents[2] / "config.yaml")
+    rows = privacy_table.table(cfg)
+    assert {r["study"] for r in rows} == set(cfg["studies"])
+    assert all(r["status"] == "correct calibration (default)" for r in rows)
+    for path, value in (("subsample_aggregate.beta_rule", "paper"), ("loss_perturbation.neighbouring", "add_remove"),
+                        ("dpsgd.neighbouring", "add_remove"), ("preprocessing", "source")):
+        c = copy.deepcopy(cfg)
+        node = c["studies"]["vdm2020"]
+        *parents, leaf = path.split(".")
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+        flagged = [r for r in privacy_table.table(c) if r["status"].startswith("ACTIVE")]
+        assert flagged and all(r["study"] == "vdm2020" for r in flagged), path
+        assert "ACTIVE" in privacy_table.html(c)
