@@ -1,4 +1,4 @@
-# dpbench: one DAG from data to figures. See README.md and ../shared/DESIGN.md.
+# dpbench: one DAG from data to figures. See README.md.
 #   snakemake --cores all                                   everything, paper grids (config.yaml)
 #   snakemake --cores all figures/vdm2020/fig2a.png         one figure and only what it needs
 #   snakemake --cores 2 --configfile config/smoke.yaml      every figure on reduced grids (CI)
