@@ -39,7 +39,7 @@ from dpbench.rng import generator
 from dpbench.store import Store, content_key
 from dpbench.parallel import run_units
 from dpbench.plot import mean_std_band, substitute_box
-from dpbench.studies.base import FigureSpec
+from dpbench.studies.base import FigureSpec, preprocessing_note
 
 log = logging.getLogger(__name__)
 
@@ -895,11 +895,7 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if sub:
         lines.append(f"SUBSTITUTE DATA ({', '.join(sub)}): the real files were not available; labelled stand-ins were "
                      "used, so only the shapes of the curves are comparable with the thesis.")
-    if "preprocessing" in df:
-        for ds, g in df.groupby("dataset", sort=True):
-            dep = bool(g["preprocessing_data_dependent"].astype(bool).any())
-            lines.append(f"Preprocessing ({DATASET_LABELS.get(ds, ds)}): {'; '.join(sorted(g['preprocessing'].unique()))}"
-                         + (" — the ε does not cover it." if dep else " (data-independent: covered by the ε)."))
+    lines += preprocessing_note(df, DATASET_LABELS)
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     return "\n".join(lines)
 
