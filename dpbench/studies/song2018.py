@@ -290,6 +290,8 @@ def deviations(cfg: dict, name: str) -> list[str]:
 
 
 def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
+    if name in ch34.FIGURES:                   # the same caption as the figure file (preprocessing per dataset)
+        return ch34.caption_text(config, name, df)
     spec = figure(name)
     variants = sorted(df["dataset_variant"].unique())
     lines = [spec.caption, f"Data: {', '.join(variants)}."]
