@@ -58,6 +58,31 @@ SPLIT_KEY = "covertype/split"
 PARSER_VERSION = "v1"
 
 
+#: Domain of the 10 quantitative Covertype features (file order; covtype.info gives their units), NOT computed
+#: from the data: (name, lower, upper). Aspect is an azimuth in degrees, slope in degrees, hillshade an index
+#: 0-255; elevation and the distances (metres) get round bounds [INFERRED] around the study area (four
+#: wilderness areas of the Roosevelt National Forest, northern Colorado); values outside are clipped. The 44
+#: remaining columns (wilderness area and soil type indicators) are binary, domain [0, 1].
+QUANTITATIVE_DOMAIN: tuple[tuple[str, float, float], ...] = (
+    ("Elevation", 1500.0, 4500.0), ("Aspect", 0.0, 360.0), ("Slope", 0.0, 90.0),
+    ("Horizontal_Distance_To_Hydrology", 0.0, 2000.0), ("Vertical_Distance_To_Hydrology", -1000.0, 1000.0),
+    ("Horizontal_Distance_To_Roadways", 0.0, 8000.0), ("Hillshade_9am", 0.0, 255.0), ("Hillshade_Noon", 0.0, 255.0),
+    ("Hillshade_3pm", 0.0, 255.0), ("Horizontal_Distance_To_Fire_Points", 0.0, 8000.0),
+)
+
+
+def domain_bounds(n_features: int = COVTYPE_N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) of the 54 features from :data:`QUANTITATIVE_DOMAIN` and the binary indicators -- data-independent
+    bounds for :func:`~dpbench.data.transforms.domain_minmax`."""
+    if n_features != COVTYPE_N_FEATURES:
+        raise ValueError(f"Covertype has {COVTYPE_N_FEATURES} features, got {n_features}")
+    lo, hi = np.zeros(n_features), np.ones(n_features)
+    k = len(QUANTITATIVE_DOMAIN)
+    lo[:k] = [a for _, a, _ in QUANTITATIVE_DOMAIN]
+    hi[:k] = [b for _, _, b in QUANTITATIVE_DOMAIN]
+    return lo, hi
+
+
 class CovertypeFormatError(ValueError):
     """``covtype.data.gz`` does not have the expected layout or content."""
 

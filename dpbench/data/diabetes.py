@@ -224,8 +224,32 @@ def load_diabetes_substitute(seed: int = 0, n_train: int | None = None, n_test: 
 
 def libsvm_scale(X: np.ndarray) -> np.ndarray:
     """Per-column min–max scaling to [−1, 1] (LIBSVM ``svm-scale`` defaults, the recipe of ``diabetes_scale``);
-    constant columns become 0."""
+    constant columns become 0. DATA-DEPENDENT: the minimum and maximum are those of ``X`` (non-private when ``X``
+    holds training rows); :func:`domain_scale` is the data-independent version."""
     X = np.asarray(X, dtype=np.float64)
     lo, hi = X.min(axis=0), X.max(axis=0)
     span = np.where(hi > lo, hi - lo, 1.0)
     return np.where(hi > lo, 2.0 * (X - lo) / span - 1.0, 0.0)
+
+
+#: Domain of the 8 Pima features (units of the UCI documentation), NOT computed from the data: (name, lower,
+#: upper). Round physiological ranges [INFERRED] (0 also encodes a missing value in this file; the study
+#: enrolled women aged 21 or more); values outside are clipped.
+DOMAIN: tuple[tuple[str, float, float], ...] = (
+    ("pregnancies", 0.0, 20.0), ("glucose (2-h OGTT, mg/dl)", 0.0, 250.0), ("blood pressure (diastolic, mm Hg)", 0.0, 150.0),
+    ("skin thickness (triceps, mm)", 0.0, 100.0), ("insulin (2-h serum, μU/ml)", 0.0, 900.0), ("BMI (kg/m²)", 0.0, 70.0),
+    ("diabetes pedigree function", 0.0, 2.5), ("age (years)", 20.0, 90.0),
+)
+
+
+def domain_scale(X: np.ndarray) -> np.ndarray:
+    """Per-column scaling to [−1, 1] like :func:`libsvm_scale`, but with the FIXED bounds of :data:`DOMAIN` (values
+    clipped): each row is mapped on its own, so the map is data-independent (costs no privacy)."""
+    from dpbench.data.transforms import domain_minmax
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != DIABETES_N_FEATURES:
+        raise ValueError(f"expected (n, {DIABETES_N_FEATURES}) diabetes features, got shape {X.shape}")
+    lo = np.array([a for _, a, _ in DOMAIN])
+    hi = np.array([b for _, _, b in DOMAIN])
+    return 2.0 * domain_minmax(X, lo, hi) - 1.0

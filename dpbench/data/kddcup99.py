@@ -73,6 +73,45 @@ SUBSTITUTE_DESCRIPTION = ("SUBSTITUTE: synthetic two-class Gaussian data shaped 
                           "(41 features, 80.3% attacks), not KDDCup99")
 
 
+#: Domain of the 38 numeric KDD'99 features (in file order, the categorical columns 1-3 left out), from the
+#: feature definitions of the KDD Cup 1999 task description (Stolfo et al.), NOT from the data: (name, upper
+#: bound, log scale); every lower bound is 0. Rates are fractions in [0, 1]; flags 0/1 (``su_attempted`` 0-2);
+#: ``count``/``srv_count`` count connections in a 2-second window (0-511 in the feature extractor's output),
+#: ``dst_host_count``/``dst_host_srv_count`` count among the last connections to the host (0-255).
+#: Unbounded fields get round caps [INFERRED] and a log scale (values above are clipped): ``duration``
+#: one day in seconds, byte counts 10⁹, the host-based event counts (``hot``, ``num_root``, …) 1,000.
+NUMERIC_DOMAIN: tuple[tuple[str, float, bool], ...] = (
+    ("duration", 86400.0, True), ("src_bytes", 1e9, True), ("dst_bytes", 1e9, True), ("land", 1.0, False),
+    ("wrong_fragment", 3.0, False), ("urgent", 1000.0, True), ("hot", 1000.0, True),
+    ("num_failed_logins", 1000.0, True), ("logged_in", 1.0, False), ("num_compromised", 1000.0, True),
+    ("root_shell", 1.0, False), ("su_attempted", 2.0, False), ("num_root", 1000.0, True),
+    ("num_file_creations", 1000.0, True), ("num_shells", 1000.0, True), ("num_access_files", 1000.0, True),
+    ("num_outbound_cmds", 1000.0, True), ("is_host_login", 1.0, False), ("is_guest_login", 1.0, False),
+    ("count", 511.0, False), ("srv_count", 511.0, False), ("serror_rate", 1.0, False),
+    ("srv_serror_rate", 1.0, False), ("rerror_rate", 1.0, False), ("srv_rerror_rate", 1.0, False),
+    ("same_srv_rate", 1.0, False), ("diff_srv_rate", 1.0, False), ("srv_diff_host_rate", 1.0, False),
+    ("dst_host_count", 255.0, False), ("dst_host_srv_count", 255.0, False), ("dst_host_same_srv_rate", 1.0, False),
+    ("dst_host_diff_srv_rate", 1.0, False), ("dst_host_same_src_port_rate", 1.0, False),
+    ("dst_host_srv_diff_host_rate", 1.0, False), ("dst_host_serror_rate", 1.0, False),
+    ("dst_host_srv_serror_rate", 1.0, False), ("dst_host_rerror_rate", 1.0, False),
+    ("dst_host_srv_rerror_rate", 1.0, False),
+)
+
+
+def domain_bounds(n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, log) of the parsed features (:func:`features`: the 38 numeric columns, then one-hot columns in
+    [0, 1]) from :data:`NUMERIC_DOMAIN` -- data-independent bounds for
+    :func:`~dpbench.data.transforms.domain_minmax`."""
+    k = len(NUMERIC_DOMAIN)
+    if n_features < k:
+        raise ValueError(f"the parsed KDDCup99 features have at least {k} columns, got {n_features}")
+    hi = np.ones(n_features)
+    log = np.zeros(n_features, dtype=bool)
+    hi[:k] = [h for _, h, _ in NUMERIC_DOMAIN]
+    log[:k] = [g for _, _, g in NUMERIC_DOMAIN]
+    return np.zeros(n_features), hi, log
+
+
 class KDDFormatError(ValueError):
     """The KDDCup99 file does not have the expected layout or content."""
 

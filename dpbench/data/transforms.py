@@ -208,3 +208,28 @@ def unit_sphere_rows(X: np.ndarray) -> np.ndarray:
     nz = norms > 0.0
     X[nz] = (X[nz].astype(np.float64) / norms[nz, None]).astype(X.dtype)
     return _shrink_to_unit(X)
+
+
+def domain_minmax(X: np.ndarray, lo, hi, log=None) -> np.ndarray:
+    """Per-feature min-max scaling to [0, 1] with FIXED bounds ``lo``/``hi`` (one value per feature, or scalars)
+    taken from the data's domain (documented feature ranges), never from the data: values are clipped to
+    ``[lo, hi]`` and mapped to ``(x - lo)/(hi - lo)``; where ``log`` is True (one flag per feature) the map is
+    ``log1p(x - lo)/log1p(hi - lo)`` instead (for heavy-tailed counts such as byte counts). Every output row
+    depends on its own input row only, so replacing one row of a data set changes one row of the output:
+    the map costs no privacy (unlike the training minimum and maximum, which every row would depend on).
+    float64 (n, D)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-d array (n, D), got shape {X.shape}")
+    D = X.shape[1]
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (D,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (D,))
+    if not np.all(hi > lo):
+        raise ValueError("domain bounds need hi > lo for every feature")
+    Z = np.clip(X, lo, hi) - lo
+    span = hi - lo
+    if log is not None:
+        lg = np.broadcast_to(np.asarray(log, dtype=bool), (D,))
+        Z[:, lg] = np.log1p(Z[:, lg])
+        span = np.where(lg, np.log1p(span), span)
+    return Z / span

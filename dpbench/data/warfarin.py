@@ -26,8 +26,11 @@ Scaling (thesis: unit-sphere rows, |y| ≤ 1; the rest is [INFERRED] and recorde
 * ``target_scaling``: ``center_maxabs`` y = (t − mean t)/max|t − mean t|; ``minmax`` y = 2(t − min)/(max − min) − 1.
   Both give |y| ≤ 1; ``target_center``/``target_scale`` map MSEs back to the target's units (× scale²).
 
-The column and target scalings use the whole table (data-dependent preprocessing outside the privacy budget,
-as in the thesis; stated in the captions).
+``preprocessing``: ``data_independent`` (default) takes every bound from the domain, not from the data
+(:data:`FEATURE_DOMAIN`, :data:`DOSE_DOMAIN`, :data:`REFERENCE_DOSE`; values outside are clipped), so each row
+is mapped on its own and the privacy guarantee covers the preprocessing; ``source`` computes the column and
+target scalings on the whole table (data-dependent preprocessing outside the privacy budget, as in the thesis;
+stated in the rows and captions).
 """
 
 from __future__ import annotations
@@ -73,6 +76,16 @@ VKORC1_BLOCK = slice(6, 8)
 VKORC1_CANDIDATES = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
 
 FEATURE_SCALINGS = ("max_abs", "min_max")
+PREPROCESSINGS = ("data_independent", "source")
+#: domain of age decade, height (cm) and weight (kg), NOT computed from the data: age decades 0-9 ("90+" → 9);
+#: round adult ranges [INFERRED] for height and weight. ``max_abs`` divides by the upper bound, ``min_max`` maps
+#: [lower, upper] to [0, 1]; values outside are clipped.
+FEATURE_DOMAIN = ((0.0, 9.0), (100.0, 220.0), (20.0, 250.0))
+#: domain of the stable weekly warfarin dose (mg/week) [INFERRED: 0 to 50 mg/day, above any maintenance dose].
+DOSE_DOMAIN = (0.0, 350.0)
+#: public reference dose used as the centre of ``center_maxabs`` in the data-independent variant: the usual
+#: 5 mg/day starting dose (35 mg/week) [INFERRED].
+REFERENCE_DOSE = 35.0
 TARGETS = ("sqrt_dose", "dose")
 TARGET_SCALINGS = ("center_maxabs", "minmax")
 
@@ -191,20 +204,43 @@ class Warfarin:
 
 
 def scale_warfarin(raw: dict, feature_scaling: str = "max_abs", target: str = "sqrt_dose",
-                   target_scaling: str = "center_maxabs", variant: str = VARIANT) -> Warfarin:
-    """Column scaling, unit-sphere rows and the target mapping of :func:`preprocess_iwpc` output."""
+                   target_scaling: str = "center_maxabs", variant: str = VARIANT,
+                   preprocessing: str = "data_independent") -> Warfarin:
+    """Column scaling, unit-sphere rows and the target mapping of :func:`preprocess_iwpc` output.
+
+    ``preprocessing="data_independent"``: the bounds come from the domain (module docstring): ``max_abs`` divides
+    age/height/weight by the upper bounds of :data:`FEATURE_DOMAIN`, ``min_max`` maps those ranges to [0, 1];
+    the target t (√dose or dose) is mapped with the bounds [t_lo, t_hi] of :data:`DOSE_DOMAIN`: ``center_maxabs``
+    y = (t − t_ref)/max(t_ref − t_lo, t_hi − t_ref) with t_ref from :data:`REFERENCE_DOSE`, ``minmax``
+    y = 2(t − t_lo)/(t_hi − t_lo) − 1. ``"source"``: the same formulas with the statistics of the table (mean,
+    minimum, maximum over all rows: non-private)."""
     for name, v, ok in (("feature_scaling", feature_scaling, FEATURE_SCALINGS), ("target", target, TARGETS),
-                        ("target_scaling", target_scaling, TARGET_SCALINGS)):
+                        ("target_scaling", target_scaling, TARGET_SCALINGS), ("preprocessing", preprocessing,
+                                                                               PREPROCESSINGS)):
         if v not in ok:
             raise ValueError(f"{name} must be one of {ok}, got {v!r}")
     Z = np.array(raw["F"], dtype=np.float64)
     num = Z[:, :3]
+    tmap = np.sqrt if target == "sqrt_dose" else (lambda v: np.asarray(v, dtype=np.float64))
+    t = tmap(np.asarray(raw["dose"], dtype=np.float64))
+    if preprocessing == "data_independent":
+        lo = np.array([a for a, _ in FEATURE_DOMAIN])
+        hi = np.array([b for _, b in FEATURE_DOMAIN])
+        num = np.clip(num, lo, hi)
+        Z[:, :3] = num / hi if feature_scaling == "max_abs" else (num - lo) / (hi - lo)
+        t_lo, t_hi = (float(v) for v in tmap(np.array(DOSE_DOMAIN)))
+        if target_scaling == "center_maxabs":
+            c = float(tmap(np.array(REFERENCE_DOSE)))
+            s = max(c - t_lo, t_hi - c)
+        else:
+            c, s = 0.5 * (t_lo + t_hi), 0.5 * (t_hi - t_lo)
+        y = np.clip((t - c) / s, -1.0, 1.0)
+        return Warfarin(unit_rows(Z), Z, y, np.asarray(raw["vkorc1"]), target, c, s, variant)
     if feature_scaling == "max_abs":
         Z[:, :3] = num / np.abs(num).max(axis=0)
     else:
         lo, hi = num.min(axis=0), num.max(axis=0)
         Z[:, :3] = (num - lo) / np.where(hi > lo, hi - lo, 1.0)
-    t = np.sqrt(raw["dose"]) if target == "sqrt_dose" else np.asarray(raw["dose"], dtype=np.float64)
     if target_scaling == "center_maxabs":
         c = float(t.mean())
         s = float(np.abs(t - c).max())
@@ -219,10 +255,11 @@ def scale_warfarin(raw: dict, feature_scaling: str = "max_abs", target: str = "s
 
 def load_warfarin(feature_scaling: str = "max_abs", target: str = "sqrt_dose", target_scaling: str = "center_maxabs",
                   path: str | os.PathLike | None = None, sha256: str | None = IWPC_SHA256,
-                  shape: tuple[int, int] | None = IWPC_SHAPE, n_rows: int | None = N_ROWS) -> Warfarin:
+                  shape: tuple[int, int] | None = IWPC_SHAPE, n_rows: int | None = N_ROWS,
+                  preprocessing: str = "data_independent") -> Warfarin:
     """The preprocessed Warfarin data (3,095 × 14 for the shipped file; ``n_rows=None`` skips that check)."""
     raw = preprocess_iwpc(read_iwpc(path, sha256=sha256, shape=shape))
     if n_rows is not None and raw["F"].shape != (n_rows, N_FEATURES):
         raise WarfarinFormatError(f"preprocessing gave {raw['F'].shape}, expected ({n_rows}, {N_FEATURES})")
     variant = VARIANT if path is None else f"iwpc-file:{Path(path).name}"
-    return scale_warfarin(raw, feature_scaling, target, target_scaling, variant)
+    return scale_warfarin(raw, feature_scaling, target, target_scaling, variant, preprocessing)

@@ -54,3 +54,16 @@ def left_out_note(series, wanted, labels: dict) -> list[str]:
     """A caption note naming the series a figure's ``methods`` list leaves out (none if ``wanted`` is None)."""
     left = [labels.get(m, m) for m in series if wanted is not None and m not in wanted]
     return [f"Series left out by the configuration: {', '.join(left)}."] if left else []
+
+
+def preprocessing_note(df, labels: dict | None = None) -> list[str]:
+    """Caption lines stating, per dataset, the preprocessing the rows record (columns ``preprocessing`` and
+    ``preprocessing_data_dependent``), and whether the ε covers it. Empty if the rows lack the columns."""
+    if "preprocessing" not in df or "dataset" not in df or not len(df):
+        return []
+    out = []
+    for ds, g in df.groupby("dataset", sort=True):
+        dep = bool(g["preprocessing_data_dependent"].astype(bool).any())
+        out.append(f"Preprocessing ({(labels or {}).get(ds, ds)}): {'; '.join(sorted(g['preprocessing'].unique()))}"
+                   + (" — the ε does not cover it." if dep else " (data-independent: covered by the ε)."))
+    return out

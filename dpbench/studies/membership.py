@@ -38,7 +38,7 @@ from dpbench.attacks.metrics import clopper_pearson, epsilon_lower_bound
 from dpbench.config import ConfigError
 from dpbench.privacy import attack_bounds as B
 from dpbench.studies import membership_compute as mc
-from dpbench.studies.base import FigureSpec
+from dpbench.studies.base import FigureSpec, preprocessing_note
 
 STUDY = "membership"
 LABELS = mc.LABELS
@@ -238,7 +238,9 @@ def _rows(config, figure_name, d, m, e, r, rec, kinds) -> list[dict]:
     cfg = config["studies"][STUDY]
     base = {"study": STUDY, "figure": figure_name, "series": m if figure_name.startswith("fig_attack_") else d,
             "method": m, "method_label": LABELS[m], "dataset": d, "dataset_variant": rec["variant"],
-            "is_substitute": rec["is_substitute"], "x_name": figure(figure_name).x_name, "epsilon": e,
+            "is_substitute": rec["is_substitute"],
+            **dict(zip(("preprocessing", "preprocessing_data_dependent"), mc.preprocessing_label(config, d))),
+            "x_name": figure(figure_name).x_name, "epsilon": e,
             "delta": mc.method_delta(cfg, m) if math.isfinite(e) else 0.0, "epsilon_game": rec["epsilon_game"],
             "delta_game": rec["delta_game"], "neighbouring": B.NEIGHBOURING, "rep": r, "n_members": rec["n_members"],
             "n_nonmembers": rec["n_nonmembers"], "dim": rec["dim"], "n_classes": rec["n_classes"],
@@ -304,7 +306,9 @@ def _canary_rows(config: dict, figure_name: str, p) -> list[dict]:
         rec = mc.canary(config, d, m, e)
         base = {"study": STUDY, "figure": figure_name, "series": m if figure_name.startswith("fig_attack_") else d,
                 "method": m, "method_label": LABELS[m], "dataset": d, "dataset_variant": rec["variant"],
-                "is_substitute": rec["is_substitute"], "x_name": figure(figure_name).x_name, "epsilon": e,
+                "is_substitute": rec["is_substitute"],
+                **dict(zip(("preprocessing", "preprocessing_data_dependent"), mc.preprocessing_label(config, d))),
+                "x_name": figure(figure_name).x_name, "epsilon": e,
                 "delta": mc.method_delta(cfg, m), "epsilon_game": rec["epsilon_game"],
                 "delta_game": rec["delta_game"], "neighbouring": rec["neighbouring"], "rep": 0,
                 "n_members": rec["n_members"], "n_nonmembers": rec["n_members"], "dim": rec["dim"],
@@ -506,6 +510,7 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if df["is_substitute"].any():
         lines.append("SUBSTITUTE DATA: at least one dataset is a registered synthetic/deformed substitute (named "
                      "above); absolute accuracies are not those of the real data.")
+    lines += preprocessing_note(df)
     lines += [f"Note: {d}" for d in deviations(cfg, name)]
     return "\n".join(lines)
 

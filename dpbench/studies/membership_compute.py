@@ -98,6 +98,16 @@ def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
             "is_substitute": np.array(bool(ds.is_substitute)), "n_classes": np.array(int(ds.n_classes))}
 
 
+def preprocessing_label(config: dict, name: str) -> tuple[str, bool]:
+    """(``preprocessing`` column, ``preprocessing_data_dependent`` column) of dataset ``name``: every step of
+    :func:`_prepare` is data-independent -- the raw features (MNIST pixels / 255), a Gaussian projection matrix
+    from a fixed seed (if ``projection_dim``), each row divided by its own norm, the bias feature [x, 1]/√2;
+    no statistic of the member (training) records is used."""
+    dim = config["studies"][STUDY]["datasets"][name].get("projection_dim")
+    proj = f"fixed Gaussian random projection to {int(dim)} dimensions; " if dim else ""
+    return f"{proj}per-row unit-norm scaling; bias feature [x, 1]/√2", False
+
+
 def load_prepared(config: dict, name: str) -> dict:
     key = content_key({"kind": "membership-data", **dataset_payload(config, name)})
     a = Store(config["cache_dir"]).artefact(key, lambda: _prepare(config, name))

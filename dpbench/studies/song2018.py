@@ -290,6 +290,8 @@ def deviations(cfg: dict, name: str) -> list[str]:
 
 
 def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
+    if name in ch34.FIGURES:                   # the same caption as the figure file (preprocessing per dataset)
+        return ch34.caption_text(config, name, df)
     spec = figure(name)
     variants = sorted(df["dataset_variant"].unique())
     lines = [spec.caption, f"Data: {', '.join(variants)}."]
@@ -297,6 +299,11 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if sim:
         lines.append(f"SIMULATED DATA ({', '.join(sim)}): stand-ins for data the thesis used but that are private or "
                      "download-only; the numbers are not the thesis's and are compared with it only qualitatively.")
+    if "preprocessing_data_dependent" in df and df["preprocessing_data_dependent"].astype(bool).any():
+        lines.append("NON-PRIVATE STEP, AS IN THE SOURCE — the ε does not cover it: GK16, MQMApprox and MQMExact "
+                     "compute their noise scale from Θ = {(π̂, P̂)} estimated from the same chains they release "
+                     "(thesis §7.5); no data-independent variant (Θ fixed in advance or estimated on disjoint "
+                     "chains) is implemented. The rows flag it (preprocessing_data_dependent).")
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     na = df[~df["applicable"].astype(bool)].drop_duplicates(["series", "na_reason"])
     for r in na.itertuples():

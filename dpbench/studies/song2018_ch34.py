@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.config import ConfigError
+from dpbench.data import covertype as cov
 from dpbench.data import kddcup99 as kdd
 from dpbench.data import load_dataset
 from dpbench.data import transforms as T
@@ -38,7 +39,7 @@ from dpbench.rng import generator
 from dpbench.store import Store, content_key
 from dpbench.parallel import run_units
 from dpbench.plot import mean_std_band, substitute_box
-from dpbench.studies.base import FigureSpec
+from dpbench.studies.base import FigureSpec, preprocessing_note
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def code_hash() -> str:
     import sys
 
     h = hashlib.sha256()
-    for mod in (L, kdd, T, sys.modules[__name__]):
+    for mod in (L, kdd, cov, T, sys.modules[__name__]):
         h.update(inspect.getsource(mod).encode())
     return h.hexdigest()[:16]
 
@@ -124,6 +125,11 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
     figs = {k: v for k, v in cfg.get("figures", {}).items() if k in FIGURES and v}
     if not figs:
         return
+    pre = cfg.get("preprocessing") or {}
+    if pre.get("variant", "data_independent") == "data_independent" and pre.get("feature_normalisation") == "standardise":
+        bad("preprocessing.feature_normalisation", "'standardise' needs the mean and standard deviation of the "
+            "training data (non-private); use 'minmax' (fixed domain bounds) or set "
+            "studies.song2018.preprocessing.variant: source")
     ch3, ch4 = cfg.get("ch3"), cfg.get("ch4")
     if any(f.startswith("fig3") for f in figs) and ch3 is None:
         bad("ch3", "the chapter-3 settings are required when fig3_1, fig3_2 or fig3_3 is enabled")
@@ -229,6 +235,7 @@ def dataset_payload(config: dict, key: str) -> dict:
     if name != "synthetic":
         pre = cfg["preprocessing"]
         p.update(normalisation=pre["feature_normalisation"], projection_seed=pre["projection_seed"],
+                 preprocessing=pre.get("variant", "data_independent"),
                  source=config["data"].get(f"{name}_source", "auto"), mirror=config["data"]["mirror"])
         if name == "mnist":
             p["substitute_seed"] = config["data"]["substitute_seed"]
@@ -243,13 +250,34 @@ def to_unit_ball(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def preprocess(X, normalisation: str, dim: int | None, seed: int, chunk: int = 32768) -> np.ndarray:
-    """The thesis's order (L560): normalise each feature (``minmax`` to [0, 1] or ``standardise`` to zero mean, unit
-    variance; constant features → 0), project each row into the unit ball, then (``dim``) a data-independent
-    Gaussian random projection (N(0, 1/dim) entries, :func:`~dpbench.data.transforms.gaussian_projection_matrix`),
-    then into the unit ball again so that ‖x‖ ≤ 1 holds for the privacy analysis. float64 (n, dim or D)."""
+def preprocess(X, normalisation: str, dim: int | None, seed: int, chunk: int = 32768, domain=None) -> np.ndarray:
+    """The thesis's order (L560): normalise each feature, project each row into the unit ball, then (``dim``) a
+    data-independent Gaussian random projection (N(0, 1/dim) entries,
+    :func:`~dpbench.data.transforms.gaussian_projection_matrix`), then into the unit ball again so that ‖x‖ ≤ 1
+    holds for the privacy analysis. float64 (n, dim or D).
+
+    ``normalisation``: data-independent maps (each output row depends on its own input row only) --
+    ``domain``: min-max scaling to [0, 1] with the FIXED bounds ``domain = (lo, hi[, log])`` of the feature domain
+    (:func:`feature_domain`, :func:`~dpbench.data.transforms.domain_minmax`); ``row``: each row divided by its own
+    norm (no per-feature map; for synthetic stand-ins without a documented domain). The source's readings
+    [INFERRED], computed on the training rows and therefore NOT covered by the privacy guarantee (replacing one
+    raw row moves every other row): ``minmax`` to [0, 1] by the data's minimum and maximum, ``standardise`` to zero
+    mean, unit variance; constant features → 0."""
     X = np.asarray(X)
     n, D = X.shape
+    if normalisation in ("domain", "row"):
+        if normalisation == "domain" and domain is None:
+            raise ValueError("normalisation 'domain' needs the feature domain bounds (domain=(lo, hi[, log]))")
+        R = T.gaussian_projection_matrix(D, dim, seed) if dim else None
+        out = np.empty((n, dim or D))
+        for a in range(0, n, chunk):
+            B = np.asarray(X[a:a + chunk], dtype=np.float64)
+            B = T.domain_minmax(B, *domain) if normalisation == "domain" else T.unit_sphere_rows(B)
+            B = to_unit_ball(B)
+            if R is not None:
+                B = to_unit_ball(B @ R)
+            out[a:a + B.shape[0]] = B
+        return out
     if normalisation == "minmax":
         lo = X.min(axis=0).astype(np.float64)
         span = X.max(axis=0).astype(np.float64) - lo
@@ -276,6 +304,45 @@ def preprocess(X, normalisation: str, dim: int | None, seed: int, chunk: int = 3
             B = to_unit_ball(B @ R)
         out[a:a + B.shape[0]] = B
     return out
+
+
+PREPROCESSING_VARIANTS = ("data_independent", "source")
+
+
+def feature_domain(name: str, is_substitute: bool, n_features: int):
+    """The data-independent per-feature map of dataset ``name``: ``("domain", (lo, hi[, log]))`` with bounds from
+    the feature domain (MNIST: pixel intensities in [0, 1]; Covertype: :data:`dpbench.data.covertype.QUANTITATIVE_DOMAIN`
+    and binary indicators; KDDCup99: :data:`dpbench.data.kddcup99.NUMERIC_DOMAIN` and one-hot columns), or
+    ``("row", None)`` for a synthetic stand-in, whose features have no documented domain (each row is divided by
+    its own norm instead)."""
+    if name == "mnist":                      # the real images and the deformed-digits stand-in: pixels in [0, 1]
+        return "domain", (np.zeros(n_features), np.ones(n_features))
+    if is_substitute:
+        return "row", None
+    if name == "covertype":
+        return "domain", cov.domain_bounds(n_features)
+    if name == "kddcup99":
+        return "domain", kdd.domain_bounds(n_features)
+    raise ValueError(f"no feature domain for dataset {name!r}")
+
+
+def preprocessing_label(config: dict, name: str, is_substitute: bool) -> tuple[str, bool]:
+    """(``preprocessing`` column, ``preprocessing_data_dependent`` column) of the rows of dataset ``name``: the map
+    actually used, and whether some step used statistics of the private training data."""
+    if name == "synthetic":
+        return "none (generated on the unit sphere)", False
+    pre = _cfg(config)["preprocessing"]
+    proj = "" if name == "covertype" else "; fixed Gaussian random projection; rows into the unit ball again"
+    if pre.get("variant", "data_independent") == "source":
+        how = {"minmax": "per-feature min-max scaling", "standardise": "per-feature standardisation (z-score)"}[
+            pre["feature_normalisation"]]
+        return (f"non-private preprocessing, as in the source: {how} with statistics of the training data; rows "
+                f"into the unit ball{proj}"), True
+    if is_substitute and name != "mnist":     # as feature_domain: a synthetic stand-in has no documented domain
+        first = "per-row unit-norm scaling (synthetic stand-in: no documented feature domain)"
+    else:
+        first = "per-feature min-max scaling with fixed domain bounds (clipped)"
+    return f"{first}; rows into the unit ball{proj}", False
 
 
 def synthetic_sphere(n: int, d: int, margin: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -321,7 +388,11 @@ def _prepare(config: dict, key: str) -> dict:
         y = np.concatenate([ds.y_train, ds.y_test[:max(0, n - ds.n_train)]])[:n].astype(np.float64)
     else:
         raise ValueError(f"unknown dataset {name!r}")
-    X = preprocess(Xraw, p["normalisation"], p.get("dim"), p["projection_seed"])
+    if p["preprocessing"] == "source":
+        X = preprocess(Xraw, p["normalisation"], p.get("dim"), p["projection_seed"])
+    else:
+        kind, dom = feature_domain(name, bool(ds.is_substitute), Xraw.shape[1])
+        X = preprocess(Xraw, kind, p.get("dim"), p["projection_seed"], domain=dom)
     return {"X": X, "y": np.asarray(y, dtype=np.float64), "variant": np.array(ds.variant),
             "is_substitute": np.array(ds.is_substitute), "description": np.array(ds.description),
             "raw_dim": np.array(Xraw.shape[1])}
@@ -347,10 +418,9 @@ def prepare_dataset(config: dict) -> dict:
         out[key] = {"variant": a["variant"], "is_substitute": a["is_substitute"], "n": int(a["X"].shape[0]),
                     "dim": int(a["X"].shape[1]), "raw_dim": a["raw_dim"], "description": a["description"],
                     "positive_fraction": float(np.mean(a["y"] > 0)),
-                    "preprocessing": ("none (generated on the unit sphere)" if key == "ch3_synthetic" else
-                                      f"{_cfg(config)['preprocessing']['feature_normalisation']} per feature -> rows "
-                                      "into the unit ball" + (" -> Gaussian random projection -> unit ball again"
-                                                              if key != "ch4_covertype" else ""))}
+                    "preprocessing": preprocessing_label(config, key.split("_", 1)[1], a["is_substitute"])[0],
+                    "preprocessing_data_dependent": preprocessing_label(config, key.split("_", 1)[1],
+                                                                        a["is_substitute"])[1]}
     return out
 
 
@@ -461,8 +531,10 @@ def _apply(f, a):
 
 
 def _base_row(config, figure, series_name, method, dataset, rec, x_name):
+    pre, dep = preprocessing_label(config, dataset, bool(rec["is_substitute"]))
     return {"study": STUDY, "figure": figure, "series": series_name, "method": method, "method_label": LABELS[method],
             "dataset": dataset, "dataset_variant": rec["variant"], "is_substitute": bool(rec["is_substitute"]),
+            "preprocessing": pre, "preprocessing_data_dependent": dep,
             "x_name": x_name, "seed": int(config["seed"]), "applicable": True, "na_reason": ""}
 
 
@@ -714,12 +786,25 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
 
 def _data_notes(cfg: dict, chapter: str) -> list[str]:
     pre = cfg["preprocessing"]
-    norm = {"minmax": "min-max scaling of each feature to [0, 1]",
-            "standardise": "standardising each feature (zero mean, unit variance)"}[pre["feature_normalisation"]]
-    out = [f"Preprocessing (L560, order as written): {norm} [INFERRED: 'normalizing each feature'; constant features "
-           "→ 0; statistics from the data, not privatised, as in the thesis] → each row projected into the unit ball "
-           f"(x/max(1, ‖x‖)) → Gaussian random projection (N(0, 1/d) entries, seed {pre['projection_seed']}, "
-           "data-independent) → into the unit ball again so that ‖x‖ ≤ 1 (needed by the privacy analysis)."]
+    tail = ("→ each row projected into the unit ball (x/max(1, ‖x‖)) → Gaussian random projection (N(0, 1/d) "
+            f"entries, seed {pre['projection_seed']}, data-independent) → into the unit ball again so that ‖x‖ ≤ 1 "
+            "(needed by the privacy analysis).")
+    if pre.get("variant", "data_independent") == "source":
+        norm = {"minmax": "min-max scaling of each feature to [0, 1]",
+                "standardise": "standardising each feature (zero mean, unit variance)"}[pre["feature_normalisation"]]
+        out = [f"NON-PRIVATE PREPROCESSING, AS IN THE SOURCE — the ε does not cover it (preprocessing.variant: "
+               f"source): {norm} with the minimum/maximum (or mean/std) of the training rows [INFERRED: 'normalizing "
+               "each feature'; constant features → 0]; replacing one raw row moves every other row, so the "
+               f"per-update sensitivity 2 no longer holds end to end {tail}"]
+    else:
+        out = ["Preprocessing (data-independent default; thesis order: normalise each feature, unit ball, random "
+               "projection): each feature min-max scaled to [0, 1] with FIXED domain bounds, values outside clipped "
+               "(MNIST pixels [0, 1]; Covertype: documented units, round bounds for elevation and distances "
+               "[INFERRED]; KDDCup99: rates/flags/window counts by definition, byte counts, duration and event "
+               "counts on a log scale with round caps [INFERRED]); a synthetic stand-in (no documented domain) is "
+               f"instead scaled row by row to unit norm {tail} Every step maps a row on its own, so the ε covers "
+               "the whole pipeline from the raw rows. The thesis computes the feature statistics on the data "
+               "(non-private): preprocessing.variant: source."]
     if chapter == "ch3":
         d = cfg["ch3"]["datasets"]
         out += [f"MNIST: digit {d['mnist']['digit']} vs all [INFERRED: chapter 3 does not name the digit; chapter 4 "
@@ -810,6 +895,7 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if sub:
         lines.append(f"SUBSTITUTE DATA ({', '.join(sub)}): the real files were not available; labelled stand-ins were "
                      "used, so only the shapes of the curves are comparable with the thesis.")
+    lines += preprocessing_note(df, DATASET_LABELS)
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ from dpbench.config import ConfigError
 from dpbench.studies import wu2016_ch3 as ch3
 from dpbench.studies import wu2016_ch4 as ch4
 from dpbench.plot import log_axis_at, mean_std_band, substitute_box
-from dpbench.studies.base import FigureSpec, lookup_figure
+from dpbench.studies.base import FigureSpec, lookup_figure, preprocessing_note
 
 STUDY = "wu2016"
 LABELS = ch3.LABELS
@@ -239,6 +239,7 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
         n = int(g["n_train"].iloc[0])
         lines.append(f"Data {ch3.DATASET_LABELS[d]}: {v} (m = {n} training examples)"
                      + (" — SUBSTITUTE DATA, not the thesis's dataset." if bool(g["is_substitute"].iloc[0]) else "."))
+    lines += preprocessing_note(df, ch3.DATASET_LABELS)
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     return "\n".join(lines)
 

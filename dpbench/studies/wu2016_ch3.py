@@ -94,6 +94,14 @@ def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
     return out
 
 
+def preprocessing_label(dataset: str) -> tuple[str, bool]:
+    """(``preprocessing`` column, ``preprocessing_data_dependent`` column): every step is data-independent — MNIST
+    pixels divided by 255 (the registry), a Gaussian projection matrix drawn from a fixed seed, each row divided by
+    its own norm (thesis ch. 3 §3.5: "normalised to the unit sphere"); no statistic of the training data."""
+    proj = "fixed Gaussian random projection; " if dataset == "mnist" else ""
+    return f"{proj}per-row unit-norm scaling", False
+
+
 def load_prepared(config: dict, name: str) -> dict:
     """The prepared arrays of dataset ``name`` (computed once per content key, then read from the cache)."""
     key = content_key({"kind": "wu2016-ch3-data", "v": 1, **dataset_payload(config, name)})
@@ -247,7 +255,9 @@ def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, r
         for j, e in enumerate(epsilons):
             rows.append({"study": STUDY, "figure": figure, "series": series, "method": method,
                          "method_label": LABELS[method], "dataset": dataset, "dataset_variant": rec["variant"],
-                         "is_substitute": bool(rec["is_substitute"]), "test": int(t), "x_name": "epsilon",
+                         "is_substitute": bool(rec["is_substitute"]),
+                         **dict(zip(("preprocessing", "preprocessing_data_dependent"), preprocessing_label(dataset))),
+                         "test": int(t), "x_name": "epsilon",
                          "x": float(e), "epsilon": float(e), "batch_size": int(b), "passes": int(k), "rep": int(rep),
                          "curve": curve, "metric": metric, "value": float(rec["acc"][str(t)][j]),
                          "noise_scale": float(rec["noise_scale"][str(t)][j]),
@@ -370,7 +380,9 @@ def run_fig3_4(config: dict, dataset: str, n_jobs: int = 1) -> pd.DataFrame:
             for r, (t, ratio) in enumerate(zip(ts, ts / base)):
                 common = {"study": STUDY, "figure": "fig3_4", "series": dataset, "method": m,
                           "method_label": LABELS[m], "dataset": dataset, "dataset_variant": rec["variant"],
-                          "is_substitute": bool(rec["is_substitute"]), "test": 4, "sweep": sweep,
+                          "is_substitute": bool(rec["is_substitute"]),
+                          **dict(zip(("preprocessing", "preprocessing_data_dependent"), preprocessing_label(dataset))),
+                          "test": 4, "sweep": sweep,
                           "x_name": "passes" if sweep == "epochs" else "batch_size",
                           "x": float(k if sweep == "epochs" else b), "epsilon": float(fc["epsilon"]),
                           "batch_size": b, "passes": k, "rep": r, "curve": "", "n_train": int(rec["n_train"]),

