@@ -42,10 +42,18 @@ class Entry:
     extra: Callable[[dict], str] | None = None
 
 
-def _vdm_prep(cfg: dict) -> str:
-    if _get(cfg, "studies.vdm2020.preprocessing", "data_independent") == "source":
-        return "ACTIVE: preprocessing: source — rows divided by the largest training-row norm (non-private)"
-    return ""
+def _prep_check(path: str, what: str) -> Callable[[dict], str]:
+    """A check that flags the source's (data-dependent, non-private) preprocessing when it is switched on."""
+    def check(cfg: dict) -> str:
+        if _get(cfg, path) == "source":
+            return f"ACTIVE: {path.split('.', 2)[-1]} = source — {what} (non-private preprocessing, not covered by ε)"
+        return ""
+    return check
+
+
+_vdm_prep = _prep_check("studies.vdm2020.preprocessing", "rows divided by the largest training-row norm")
+_wu_prep = _prep_check("studies.wu2016.ch4.preprocessing", "scaling by statistics of all rows")
+_song_prep = _prep_check("studies.song2018.preprocessing.variant", "per-feature min-max / z-score on the training rows")
 
 
 _VDM_TUNING = ("the choice of λ / clip by cross-validation on the training data (as in the paper; the "
@@ -99,17 +107,20 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("wu2016", "output / objective perturbation, functional mechanism (ch. 4)", REPLACE_ONE,
           "the released model (Alg. 5/6 Δ = 4(ρ + λR)/(λn); CMS11; FM coefficient sensitivity); Alg. 7 tuning "
           "of λ is private (its ε split is in the caption)",
-          "the ORACLE variant tunes λ on the evaluation data: not private (a reference curve only); target and "
-          "feature scaling — see the rows' preprocessing column", "—"),
+          "the ORACLE variant tunes λ on the evaluation data: not private (a reference curve only)",
+          "ch4.preprocessing: source (the thesis' feature and target scaling by statistics of all rows)",
+          extra=_wu_prep),
     # --- song2018 ---
     Entry("song2018", "DP mini-batch SGD (ch. 3, update 3.6)", REPLACE_ONE,
           "every update (batch-sum sensitivity 2 for ‖x‖ ≤ 1), parallel composition over one pass",
-          "feature normalisation — see the rows' preprocessing column", "—"),
+          "nothing by default (features scaled by fixed domain bounds)",
+          "preprocessing.variant: source (the thesis' min-max / z-score on the training rows)", extra=_song_prep),
     Entry("song2018", "local-DP SGD (ch. 4)", "any two records of one individual (local DP)",
           "each individual's reports (ε_C / ε_N)", "—", "—"),
     Entry("song2018", "Pufferfish mechanisms (ch. 7)", "Pufferfish: secrets s_i^a vs s_i^b under the class Θ "
           "of Markov chains", "the released histogram for every θ in Θ (GK16, MQM); GroupDP: group privacy",
-          "data outside Θ; DP (record) guarantees are a different notion", "—"),
+          "data outside Θ; the simulated stand-ins estimate Θ from the same chains they release (as in the "
+          "source; flagged in the rows' preprocessing_data_dependent); record-level DP is a different notion", "—"),
     # --- estimation ---
     Entry("estimation", "clipped mean / covariance, local vs central mean", REPLACE_ONE + " (n public)",
           "the released estimate (Laplace: ℓ1 sensitivity; Gaussian: ℓ2; local: each report)",
