@@ -265,3 +265,15 @@ def test_privacy_table_covers_every_study_and_flags_active_source_options():
         flagged = [r for r in privacy_table.table(c) if r["status"].startswith("ACTIVE")]
         assert flagged and all(r["study"] == "vdm2020" for r in flagged), path
         assert "ACTIVE" in privacy_table.html(c)
+
+
+def test_legend_carries_the_true_epsilon_of_a_source_option():
+    import pandas as pd
+
+    from dpbench.plot import actual_epsilon_note
+
+    rows = pd.DataFrame({"epsilon": [0.1, 1.0, 10.0], "epsilon_achieved": [0.2, 2.0, 20.0]})
+    assert actual_epsilon_note(rows) == " [actual ε = 2 × axis]"
+    assert actual_epsilon_note(rows.assign(epsilon_achieved=rows["epsilon"])) == ""
+    assert actual_epsilon_note(rows.assign(epsilon_achieved=[0.1, 1.5, 20.0])) == " [actual ε = 1–2 × axis]"
+    assert actual_epsilon_note(rows.assign(epsilon_achieved=float("inf"))) == ""
