@@ -25,7 +25,8 @@ Clopper–Pearson interval is too narrow. For counts pooled over clusters:
 * :func:`clustered_clopper_pearson` — a Clopper–Pearson interval at the effective sample size (Korn &
   Graubard 1998) with a small-K correction, never narrower than the pooled binomial interval;
 * :func:`rate_interval`, :func:`pooled_rate_summary`, :func:`pooled_epsilon_lower_bound` — the rate, accuracy /
-  advantage and ε-lower-bound intervals of pooled trials with either interval (:data:`CI_METHODS`).
+  advantage and ε-lower-bound intervals of pooled trials with either interval (:data:`CI_METHODS`);
+* :func:`cluster_mean_interval` — t interval of a per-model statistic (AUC, TPR at a low FPR) over the models.
 """
 
 from __future__ import annotations
@@ -333,19 +334,38 @@ def rate_interval(k, n, alpha: float = 0.05, method: str = "design_effect") -> t
 
 def pooled_rate_summary(tp, n_pos, fp, n_neg, alpha: float = 0.05, method: str = "design_effect") -> dict:
     """:func:`rate_summary` for trials pooled over clusters: per-cluster counts (tp_j of n_pos_j members, fp_j of
-    n_neg_j non-members, one entry per trained model). TPR and FPR intervals at level α/2 each from
-    :func:`rate_interval`, combined into the balanced accuracy and advantage intervals (joint coverage ≥ 1 − α);
-    adds ``deff_tpr``, ``deff_fpr`` and ``ci_method``."""
+    n_neg_j non-members, one entry per trained model). TPR and FPR: :func:`rate_interval` at level α/2 each.
+
+    Accuracy and advantage (= 2·accuracy − 1):
+
+    * ``clopper_pearson`` — combined from the TPR and FPR intervals (Bonferroni, joint coverage ≥ 1 − α), as
+      :func:`rate_summary`;
+    * ``design_effect`` with balanced clusters (n_pos_j = n_neg_j) — the (1 − α) :func:`clustered_clopper_pearson`
+      interval of the proportion of correct decisions, c_j = tp_j + n_neg_j − fp_j of 2n_j trials per model (the
+      balanced accuracy of a balanced set is exactly that proportion). One interval instead of two at α/2, and,
+      what matters under clustering, it sees the accuracy's own between-model variation: an attack whose
+      calibrated threshold flags more records on one model than on another moves TPR and FPR together, which
+      inflates their design effects but cancels in the accuracy. Given the model the correct decisions are
+      independent Bernoulli trials with two success rates (TPR, 1 − FPR); the binomial interval of their sum is
+      conservative for such a mixture (its variance is at most the binomial one). Unbalanced clusters: the
+      Bonferroni combination of the clustered TPR and FPR intervals.
+
+    Adds ``deff_tpr``, ``deff_fpr``, ``deff_accuracy`` (NaN when not used) and ``ci_method``."""
     alpha = _check_alpha(alpha)
     tp, n_pos = _cluster_counts(tp, n_pos)
     fp, n_neg = _cluster_counts(fp, n_neg)
     tpr, fpr = tp.sum() / n_pos.sum(), fp.sum() / n_neg.sum()
     tlo, thi, dt = rate_interval(tp, n_pos, alpha / 2, method)
     flo, fhi, df = rate_interval(fp, n_neg, alpha / 2, method)
+    acc = (tpr + 1 - fpr) / 2
+    if method == "design_effect" and np.array_equal(n_pos, n_neg):
+        alo, ahi, da = clustered_clopper_pearson(tp + n_neg - fp, n_pos + n_neg, alpha)
+    else:
+        alo, ahi, da = (tlo + 1 - fhi) / 2, (thi + 1 - flo) / 2, float("nan")
     return {"tpr": tpr, "tpr_lo": tlo, "tpr_hi": thi, "fpr": fpr, "fpr_lo": flo, "fpr_hi": fhi,
-            "accuracy": (tpr + 1 - fpr) / 2, "accuracy_lo": (tlo + 1 - fhi) / 2, "accuracy_hi": (thi + 1 - flo) / 2,
-            "advantage": tpr - fpr, "advantage_lo": tlo - fhi, "advantage_hi": thi - flo,
-            "deff_tpr": dt, "deff_fpr": df, "ci_method": method}
+            "accuracy": acc, "accuracy_lo": alo, "accuracy_hi": ahi,
+            "advantage": tpr - fpr, "advantage_lo": 2 * alo - 1, "advantage_hi": 2 * ahi - 1,
+            "deff_tpr": dt, "deff_fpr": df, "deff_accuracy": da, "ci_method": method}
 
 
 def pooled_epsilon_lower_bound(tp, n_pos, fp, n_neg, delta: float = 0.0, alpha: float = 0.05,

@@ -1,15 +1,17 @@
 """Intervals for membership trials pooled over independently trained models (clusters): the design effect by
 hand, the effective-sample-size Clopper–Pearson interval (never narrower than the binomial one, equal to it
 without over-dispersion), its coverage on simulated over-dispersed clusters against the naive pooled
-Clopper–Pearson."""
+Clopper–Pearson, and the study's pooled summaries widening when repetitions disagree."""
 
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from dpbench.attacks import metrics as M
+from dpbench.studies import membership as S
 
 
 def test_design_effect_by_hand():
@@ -61,14 +63,11 @@ def _coverage(K, n, p, deff_true, studies, alpha, rng):
     else:
         pj = np.full((studies, K), p)
     k = rng.binomial(n, pj)
-    nn = np.full(K, n)
-    naive = adj = 0
-    for row in k:
-        lo, hi = M.clopper_pearson(int(row.sum()), K * n, alpha)
-        naive += lo <= p <= hi
-        lo, hi, _ = M.clustered_clopper_pearson(row, nn, alpha)
-        adj += lo <= p <= hi
-    return naive / studies, adj / studies
+    lo, hi = stats.beta.ppf(alpha / 2, k.sum(1), K * n - k.sum(1) + 1), stats.beta.ppf(1 - alpha / 2, k.sum(1) + 1,
+                                                                                      K * n - k.sum(1))
+    naive = np.mean((np.nan_to_num(lo, nan=0.0) <= p) & (p <= np.nan_to_num(hi, nan=1.0)))
+    lo, hi, _ = M.clustered_clopper_pearson(k, np.full(K, n), alpha)
+    return float(naive), float(np.mean((lo <= p) & (p <= hi)))
 
 
 def test_coverage_on_overdispersed_clusters():
@@ -93,3 +92,54 @@ def test_pooled_epsilon_lower_bound_matches_unclustered_without_dispersion():
     spread = M.pooled_epsilon_lower_bound([20, 40], [50, 50], [0, 4], [50, 50], 0.0, 0.05)
     assert spread["eps_point"] == out["eps_point"] and spread["eps_lower"] < out["eps_lower"]
     assert spread["deff_tpr"] > 1 and spread["deff_fpr"] > 1
+
+
+def _study_rows(tps, n=100, fp=40):
+    """Long rows of one (dataset, method, ε, attack) over repetitions with the given true-positive counts."""
+    rows = []
+    for r, tp in enumerate(tps):
+        base = {"dataset": "covertype", "method": "output_perturbation", "epsilon": 1.0, "attack": "gap", "rep": r,
+                "n_members": n, "n_nonmembers": n, "tp": tp, "fp": fp, "eps_tp": tp // 2, "eps_fp": fp // 2,
+                "eps_n_pos": n // 2, "eps_n_neg": n // 2, "epsilon_game": 1.0, "delta_game": 0.0,
+                "dataset_variant": "substitute", "train_accuracy": 0.8, "test_accuracy": 0.7}
+        for metric, v in (("accuracy", (tp + n - fp) / (2 * n)), ("auc", 0.6), ("tpr_at_fpr_1e-3", 0.0)):
+            rows.append({**base, "metric": metric, "value": v})
+    return pd.DataFrame(rows)
+
+
+def test_study_pooled_interval_widens_when_repetitions_disagree():
+    agree, disagree = _study_rows([60, 60, 60, 60, 60]), _study_rows([40, 80, 50, 70, 60])
+    pa, pd_ = S.pooled(agree, 0.05), S.pooled(disagree, 0.05)
+    assert pa["accuracy"].iloc[0] == pd_["accuracy"].iloc[0]
+    assert (pa["ci_method"] == "design_effect").all() and pa["deff_tpr"].iloc[0] == 1.0
+    assert pd_["deff_tpr"].iloc[0] > 1.0 and pd_["deff_accuracy"].iloc[0] > 1.0
+    wa = pa["accuracy_hi"].iloc[0] - pa["accuracy_lo"].iloc[0]
+    wd = pd_["accuracy_hi"].iloc[0] - pd_["accuracy_lo"].iloc[0]
+    assert wd > wa
+    assert pd_["eps_lower"].iloc[0] <= pa["eps_lower"].iloc[0]
+    # the binomial interval ignores the disagreement (same pooled counts, same interval)
+    ca, cd = S.pooled(agree, 0.05, "clopper_pearson"), S.pooled(disagree, 0.05, "clopper_pearson")
+    assert ca["accuracy_lo"].iloc[0] == cd["accuracy_lo"].iloc[0] and (cd["ci_method"] == "clopper_pearson").all()
+    assert cd["accuracy_hi"].iloc[0] - cd["accuracy_lo"].iloc[0] < wd
+
+
+def test_accuracy_interval_sees_through_a_threshold_that_moves_tpr_and_fpr_together():
+    # model 1 flags many records, model 2 few: TPR and FPR swing together, the accuracy does not
+    tp, fp, n = [80, 30], [60, 10], [100, 100]
+    r = M.pooled_rate_summary(tp, n, fp, n, 0.05)
+    assert r["deff_tpr"] > 10 and r["deff_fpr"] > 10 and r["deff_accuracy"] == 1.0
+    lo, hi = M.clopper_pearson(80 + 40 + 30 + 90, 400, 0.05)        # correct decisions of both models
+    assert (r["accuracy_lo"], r["accuracy_hi"]) == (lo, hi) and r["advantage_lo"] == pytest.approx(2 * lo - 1)
+    # the binomial method reproduces rate_summary of the pooled counts exactly
+    c = M.pooled_rate_summary(tp, n, fp, n, 0.05, "clopper_pearson")
+    old = M.rate_summary(110, 200, 70, 200, 0.05)
+    assert all(c[k] == pytest.approx(old[k]) for k in old) and c["ci_method"] == "clopper_pearson"
+
+
+def test_rows_record_the_interval_and_the_audit_reads_it():
+    rows = _study_rows([40, 80, 50, 70, 60]).assign(ci_level=0.95, audit_alpha=0.05, audit_correction="none",
+                                                    ci_method="clopper_pearson")
+    assert S._cfg_from(None, rows)["ci_method"] == "clopper_pearson"
+    assert S._cfg_from(None, rows.drop(columns="ci_method"))["ci_method"] == "design_effect"
+    a = S.audit_table({"fig_attack_covertype": rows}, S._cfg_from(None, rows))
+    assert (a["ci_method"] == "clopper_pearson").all()
