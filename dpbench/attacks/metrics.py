@@ -286,10 +286,12 @@ def clustered_clopper_pearson(k, n, alpha: float = 0.05):
 
     Assumptions: the clusters are independent (independently trained models, fresh member splits) and
     exchangeable (equal or similar sizes); the pooled proportion is the target (the marginal rate over the
-    training randomness — the quantity the ε-DP bounds constrain). With K tiny the variance estimate is noisy:
-    simulated coverage of the 95% interval (beta-binomial clusters, deff 1–1.6, K = 3–20, 100–1000 trials per
-    cluster) was 0.94–0.98, against 0.88–0.96 for the pooled Clopper–Pearson; at K = 2, 0.93–0.98. With K = 1
-    nothing is known about between-model variation and the binomial interval is returned (deff NaN).
+    training randomness — the quantity the ε-DP bounds constrain). With K tiny the variance estimate is noisy.
+    Simulated coverage of the 95% interval (beta-binomial clusters of 100 trials, rate 0.1 or 0.5, true design
+    effect 1, 1.2 or 1.6, 20 000 studies per case): K = 3–20: 0.947–0.980 (pooled Clopper–Pearson: 0.887–0.969);
+    K = 2: 0.939–0.978 (naive 0.896–0.969); mean width relative to the binomial interval 1.07–1.30 at K = 20,
+    1.2–1.5 at K = 5, 2.3–4.0 at K = 2. With K = 1 nothing is known about between-model variation and the
+    binomial interval is returned (deff NaN).
 
     ``k`` may also be 2-d (independent studies × clusters, common cluster sizes ``n``): the three results are
     then arrays, one entry per study (vectorised, for simulations)."""
