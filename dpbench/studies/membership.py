@@ -535,7 +535,7 @@ def _ci_note(cfg: dict) -> str:
     ci, K = float(cfg["ci_level"]), int(cfg["repetitions"])
     tail = ("AUC (DeLong per model) and TPR at FPR = 1e-3 (largest TPR whose empirical FPR ≤ 1e-3; with fewer than "
             "1000 non-members per repetition that is TPR at FPR = 0): mean over the repetitions' models ± "
-            f"t_{{K−1}}·standard error (K = {K}), one observation per model.")
+            f"t_{{K−1}}·standard error (K = {K}), one observation per model, clipped to [0, 1].")
     if cfg.get("ci_method", "design_effect") == "clopper_pearson":
         return (f"Confidence intervals ({ci:.0%}, ci_method = clopper_pearson): Clopper–Pearson on the pooled TPR "
                 "and FPR counts (α/2 each), combined into the accuracy and advantage intervals. The n member and n "
@@ -633,7 +633,9 @@ def _plot_attack(plt, cfg, name, df, alpha):
             if metric in ("accuracy", "advantage"):
                 err = np.vstack([b[metric] - b[f"{metric}_lo"], b[f"{metric}_hi"] - b[metric]])
             else:
-                err = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models
+                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models,
+                v = b[metric].to_numpy(float)                      # clipped to [0, 1]
+                err = np.vstack([np.minimum(half, v), np.minimum(half, 1 - v)])
             ax.errorbar(b["epsilon"], b[metric], yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
         ax.set_xscale("log")
         ax.set_xlabel("ε (replace-one)")
