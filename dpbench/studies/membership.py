@@ -781,9 +781,10 @@ def report_html(config: dict, frames: dict) -> str:
                      f"<span style='color:{'darkred' if len(bugs) else 'green'}'>{len(bugs)} PRIVACY BUG(S)"
                      "</span></h4>")
         show = (bugs if len(bugs) else worst.nlargest(min(10, len(worst)), "margin_eps"))
-        parts.append(_html_table(show[["dataset", "method", "epsilon", "attack", "ci_method", "accuracy_lo",
-                                       "bound_accuracy", "eps_lower", "epsilon_game", "deff_accuracy",
-                                       "eps_deff_tpr", "eps_deff_fpr", "bug"]].round(4),
+        parts.append(_html_table(show.reindex(columns=["dataset", "method", "epsilon", "attack", "ci_method",
+                                                       "accuracy_lo", "bound_accuracy", "eps_lower", "epsilon_game",
+                                                       "deff_accuracy", "eps_deff_tpr", "eps_deff_fpr",
+                                                       "bug"]).round(4),
                                  "Flagged combinations" if len(bugs) else "Closest to the bound (none exceeds it)"))
         can = a[a["attack"] == "canary"]
         if len(can):
@@ -799,8 +800,7 @@ def report_html(config: dict, frames: dict) -> str:
         parts.append(_html_table(summ, "Strongest attack per (dataset, method, ε), pooled over repetitions (interval "
                                        "bounds at the family-wise level; deff = estimated design effect of the pooled "
                                        "correct decisions / TPR / FPR, between-model over binomial variance, ≥ 1)"))
-        d = pd.concat([a["deff_accuracy"], a["deff_tpr"], a["deff_fpr"]]).dropna()
-        if len(d):
+        if len(a) and a["deff_accuracy"].notna().any():
             parts.append(f"<p>Design effects over the {len(a)} audited (dataset, method, ε, attack): correct decisions "
                          f"median {a['deff_accuracy'].median():.2f}, max {a['deff_accuracy'].max():.2f}; TPR / FPR "
                          f"median {pd.concat([a['deff_tpr'], a['deff_fpr']]).median():.2f}, max "
