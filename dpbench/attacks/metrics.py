@@ -352,7 +352,8 @@ def pooled_rate_summary(tp, n_pos, fp, n_neg, alpha: float = 0.05, method: str =
       conservative for such a mixture (its variance is at most the binomial one). Unbalanced clusters: the
       Bonferroni combination of the clustered TPR and FPR intervals.
 
-    Adds ``deff_tpr``, ``deff_fpr``, ``deff_accuracy`` (NaN when not used) and ``ci_method``."""
+    Adds ``deff_tpr``, ``deff_fpr``, ``deff_accuracy`` (of the correct decisions; NaN for unbalanced clusters) —
+    estimated with either method — and ``ci_method``."""
     alpha = _check_alpha(alpha)
     tp, n_pos = _cluster_counts(tp, n_pos)
     fp, n_neg = _cluster_counts(fp, n_neg)
@@ -360,10 +361,12 @@ def pooled_rate_summary(tp, n_pos, fp, n_neg, alpha: float = 0.05, method: str =
     tlo, thi, dt = rate_interval(tp, n_pos, alpha / 2, method)
     flo, fhi, df = rate_interval(fp, n_neg, alpha / 2, method)
     acc = (tpr + 1 - fpr) / 2
-    if method == "design_effect" and np.array_equal(n_pos, n_neg):
+    balanced = bool(np.array_equal(n_pos, n_neg))
+    da = design_effect(tp + n_neg - fp, n_pos + n_neg) if balanced else float("nan")
+    if method == "design_effect" and balanced:
         alo, ahi, da = clustered_clopper_pearson(tp + n_neg - fp, n_pos + n_neg, alpha)
     else:
-        alo, ahi, da = (tlo + 1 - fhi) / 2, (thi + 1 - flo) / 2, float("nan")
+        alo, ahi = (tlo + 1 - fhi) / 2, (thi + 1 - flo) / 2
     return {"tpr": tpr, "tpr_lo": tlo, "tpr_hi": thi, "fpr": fpr, "fpr_lo": flo, "fpr_hi": fhi,
             "accuracy": acc, "accuracy_lo": alo, "accuracy_hi": ahi,
             "advantage": tpr - fpr, "advantage_lo": 2 * alo - 1, "advantage_hi": 2 * ahi - 1,
