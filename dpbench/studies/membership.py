@@ -549,8 +549,11 @@ def _ci_note(cfg: dict) -> str:
             "deff = between-model over binomial variance of the pooled rate, floored at 1, so no interval is "
             "narrower than the binomial one. TPR and FPR at α/2 each; accuracy and advantage from the proportion "
             "of correct decisions (balanced sets), a single interval; empirical ε lower bound from TPR at its "
-            "lower and FPR at its upper limit. With K this small the between-model variance is estimated from "
-            f"K − 1 = {K - 1} degree(s) of freedom: the intervals are wide whenever the models disagree. " + tail)
+            "lower and FPR at its upper limit. "
+            + (f"With K this small the between-model variance is estimated from K − 1 = {K - 1} degree(s) of "
+               "freedom: the intervals are wide whenever the models disagree. " if K > 1 else
+               "With K = 1 the between-model variation cannot be estimated: the intervals are the binomial ones, "
+               "conditional on the one trained model (no bars for AUC and TPR at FPR = 1e-3). ") + tail)
 
 
 def _cp_halfwidth(cfg: dict) -> float:
