@@ -268,7 +268,7 @@ def clustered_clopper_pearson(k, n, alpha: float = 0.05):
 
     Method — the effective-sample-size Clopper–Pearson interval of Korn & Graubard (1998, "Confidence
     intervals for proportions with small expected number of positive counts estimated from survey data",
-    Survey Methodology 24(2), §2): the exact binomial (beta-quantile) interval evaluated at the pooled p̂ with
+    Survey Methodology 24(2)): the exact binomial (beta-quantile) interval evaluated at the pooled p̂ with
     the total N replaced by the effective sample size N* = N / f, where
 
         f = 1 + (deff − 1)·(t_{K−1, 1−α/2} / z_{1−α/2})²,   deff = :func:`design_effect` (≥ 1),
