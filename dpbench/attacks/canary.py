@@ -41,6 +41,14 @@ for every fixed sampling order (their sensitivity/accounting analysis is uniform
 conditionally on it. What must not happen is a different fixed order on the two sides — the ``release``
 callables of :mod:`dpbench.studies.membership_compute` use the same ``shared_seed`` on both sides and draw the
 noise from the side's own generator, so the 2T trials are independent given the shared order.
+
+Intervals: unlike the average-member attacks (whose trials share one trained target model per repetition and are
+therefore clustered, see :func:`dpbench.attacks.metrics.clustered_clopper_pearson`), every canary trial is its
+own release: a batched release's noiseless solution is a deterministic function of (D or D′, shared order) —
+the same for every trial of a side, not a random model the trials share — and each trial adds its own
+independent noise; an unbatched release trains each trial with independent randomness. The trials of a side are
+therefore i.i.d. given the neighbouring pair and the shared order, the conditioning under which the guarantee
+holds, and the exact Clopper–Pearson interval applies without a clustering adjustment.
 """
 
 from __future__ import annotations

@@ -12,9 +12,18 @@ vs private, as the slides' table); the last three have one series per dataset. C
 :mod:`dpbench.attacks.metrics`; bounds: :mod:`dpbench.privacy.attack_bounds`.
 
 Audit (anchor checks ``AUDIT/<dataset>/<method>``): for every (dataset, method, ε, attack), the counts pooled over
-repetitions give a Clopper–Pearson lower limit of the attack accuracy and of the ε lower bound; the check fails —
+repetitions give a lower confidence limit of the attack accuracy and of the ε lower bound; the check fails —
 "privacy bug" — when either exceeds its ε-DP bound (accuracy ≤ (e^ε + δ)/(1 + e^ε), TPR ≤ e^ε·FPR + δ under the
 replace-one relation), at a family-wise level (Bonferroni over every audited comparison by default).
+
+Intervals (``ci_method``): every repetition trains one target model and its n member + n non-member trials all
+share it, so pooled trials are clustered by model (over-dispersed: models differ in how much they leak and where an
+attack's calibrated threshold falls). ``design_effect`` (default) uses the effective-sample-size Clopper–Pearson
+interval of Korn & Graubard (1998) with the design effect estimated from the between-repetition variance, floored
+at 1, and a small-K correction (:func:`dpbench.attacks.metrics.clustered_clopper_pearson`); ``clopper_pearson`` the
+binomial interval of the pooled counts, which treats the trials as independent and is too narrow when models
+differ. The canary audit's trials are independent (each is a separate release with its own noise), so it keeps
+the exact Clopper–Pearson interval.
 
 Canary audit (``canary_audit`` config block, :mod:`dpbench.attacks.canary`): the average-member attacks are far
 from the worst case and only catch gross faults; for every audited (dataset, method, ε) the audit also trains
@@ -34,7 +43,8 @@ import numpy as np
 import pandas as pd
 
 from dpbench.attacks.membership import ATTACKS
-from dpbench.attacks.metrics import clopper_pearson, epsilon_lower_bound
+from dpbench.attacks.metrics import (CI_METHODS, clopper_pearson, cluster_mean_interval, epsilon_lower_bound,
+                                     pooled_epsilon_lower_bound, pooled_rate_summary)
 from dpbench.config import ConfigError
 from dpbench.privacy import attack_bounds as B
 from dpbench.studies import membership_compute as mc
@@ -72,8 +82,9 @@ FIGURES.update({
                                       "epsilon", "theoretical ε (replace-one)", "empirical ε lower bound",
                                       mc.DATASETS,
                                       "Empirical ε lower bound ln((TPR − δ)/FPR) (or the complementary test) of the "
-                                      "strongest attack per method, TPR at its Clopper–Pearson lower and FPR at its "
-                                      "upper limit, on held-out trials (the threshold is chosen on a disjoint random "
+                                      "strongest attack per method, TPR at its lower and FPR at its upper confidence "
+                                      "limit (trials clustered by target model, see the note on intervals), on "
+                                      "held-out trials (the threshold is chosen on a disjoint random "
                                       "half); dashed: ε̂ = ε — a point above it beyond its interval is a privacy bug.",
                                       anchors=("AUDIT",)),
     "table_generalisation": FigureSpec(STUDY, "table_generalisation", "Privacy and generalisation", "epsilon", "",
@@ -120,6 +131,8 @@ def validate(cfg: dict, prefix: str = "studies.membership") -> None:
         bad("delta", "must be in (0, 1)")
     if not 0.5 < float(cfg.get("ci_level", 0.95)) < 1:
         bad("ci_level", "must be in (0.5, 1)")
+    if cfg.get("ci_method", "design_effect") not in CI_METHODS:
+        bad("ci_method", f"unknown interval {cfg.get('ci_method')!r}; known: {list(CI_METHODS)}")
     for d, dc in (cfg.get("datasets") or {}).items():
         if d not in mc.DATASETS:
             bad(f"datasets.{d}", f"unknown dataset; known: {list(mc.DATASETS)}")
@@ -247,7 +260,10 @@ def _rows(config, figure_name, d, m, e, r, rec, kinds) -> list[dict]:
             "shadow_models": cfg["shadow_models"], "noise_factor": float(cfg["fault_injection"]["noise_factor"]),
             "train_accuracy": rec["train_accuracy"], "test_accuracy": rec["test_accuracy"],
             "runtime_s": rec["runtime_s"], "seed": config["seed"], "ci_level": float(cfg["ci_level"]),
-            "audit_alpha": float(cfg["audit"]["alpha"]), "audit_correction": cfg["audit"]["correction"]}
+            "audit_alpha": float(cfg["audit"]["alpha"]), "audit_correction": cfg["audit"]["correction"],
+            # interval of the summaries pooled over repetitions (figures, audit); lo/hi of a row are the
+            # Clopper–Pearson / DeLong intervals of its one model
+            "ci_method": cfg.get("ci_method", "design_effect")}
     out = [{**base, "attack": "", "x": e, "metric": k, "value": rec[k], "lo": np.nan, "hi": np.nan}
            for k in ("train_accuracy", "test_accuracy", "train_loss", "test_loss")]
     for a, s in rec["attacks"].items():
@@ -294,6 +310,12 @@ def canary_methods(cfg: dict) -> list[str]:
     return [m for m in mc.METHODS if m != "non_private" and (wanted is None or m in wanted)]
 
 
+CANARY_CI_METHOD = "clopper_pearson"
+"""The canary audit's trials are independent releases (each its own noise draw, or its own training run, given
+the one neighbouring pair and the shared data-independent sampling order), so the exact binomial interval holds;
+no clustering adjustment applies (see :mod:`dpbench.attacks.canary`)."""
+
+
 def _canary_rows(config: dict, figure_name: str, p) -> list[dict]:
     """Rows ``attack = "canary"`` (metrics canary_eps_lower / canary_eps_point, counts of the evaluation half)
     of every (dataset, method, finite ε) of the plan whose method the canary audit covers."""
@@ -316,6 +338,7 @@ def _canary_rows(config: dict, figure_name: str, p) -> list[dict]:
                 "noise_factor": float(cfg["fault_injection"]["noise_factor"]), "runtime_s": rec["runtime_s"],
                 "seed": config["seed"], "ci_level": float(cfg["ci_level"]), "audit_alpha": float(cfg["audit"]["alpha"]),
                 "audit_correction": cfg["audit"]["correction"], "attack": "canary", "x": e,
+                "ci_method": CANARY_CI_METHOD,
                 "canary_trials": rec["trials"], "canary_tp": rec["tp"], "canary_fp": rec["fp"],
                 "canary_n_pos": rec["n_pos"], "canary_n_neg": rec["n_neg"], "lo": np.nan, "hi": np.nan}
         out.append({**base, "metric": "canary_eps_point", "value": rec["eps_point"]})
@@ -328,9 +351,23 @@ def _canary_rows(config: dict, figure_name: str, p) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def pooled(df: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """Per (dataset, method, ε, attack): pooled accuracy with its Clopper–Pearson-based interval, the pooled
-    ε lower bound, the mean and standard error over repetitions of AUC and TPR at FPR = 1e-3, and the bounds."""
+def pooled(df: pd.DataFrame, alpha: float, ci_method: str = "design_effect") -> pd.DataFrame:
+    """Per (dataset, method, ε, attack): the accuracy, advantage, TPR and FPR of the counts pooled over
+    repetitions with their (1 − α) intervals, the pooled ε lower bound, the mean over repetitions of AUC and TPR at
+    FPR = 1e-3 with t intervals, and the bounds.
+
+    Each repetition trains one target model and all its member/non-member trials share it, so the trials form
+    one cluster per repetition. ``ci_method``: ``design_effect`` (default) — rate intervals from
+    :func:`dpbench.attacks.metrics.clustered_clopper_pearson` (Korn–Graubard effective sample size from the
+    between-repetition variance, never narrower than the binomial interval; the accuracy / advantage interval is
+    that of the proportion of correct decisions, see :func:`dpbench.attacks.metrics.pooled_rate_summary`);
+    ``clopper_pearson`` — the binomial intervals of the pooled counts (trials taken as independent; accuracy from
+    the TPR and FPR intervals at α/2 each). The estimated design effects (``deff_accuracy`` of the correct
+    decisions, ``deff_tpr``, ``deff_fpr``; of the ε-bound evaluation counts ``eps_deff_tpr``, ``eps_deff_fpr``)
+    and ``ci_method`` are columns of the result. AUC and TPR at FPR = 1e-3 are per-model statistics: their
+    interval is mean ± t_{K−1}·s/√K over the K models (``*_half``; ``*_se`` the standard error)."""
+    if ci_method not in CI_METHODS:
+        raise ValueError(f"unknown ci_method {ci_method!r}; known: {list(CI_METHODS)}")
     df = df[df["attack"] != "canary"]
     s = df[(df["attack"] != "") & (df["metric"] == "accuracy")]
     keys = ["dataset", "method", "epsilon", "attack"]
@@ -338,29 +375,30 @@ def pooled(df: pd.DataFrame, alpha: float) -> pd.DataFrame:
     per = df[df["attack"] != ""].pivot_table(index=keys + ["rep"], columns="metric", values="value").reset_index()
     for key, g in s.groupby(keys, sort=False):
         d, m, e, a = key
-        P, N = int(g["n_members"].sum()), int(g["n_nonmembers"].sum())
-        tp, fp = int(g["tp"].sum()), int(g["fp"].sum())
-        tlo, thi = clopper_pearson(tp, P, alpha / 2)
-        flo, fhi = clopper_pearson(fp, N, alpha / 2)
+        g = g.sort_values("rep")
+
+        def counts(*cols):
+            return [g[c].to_numpy().astype(np.int64) for c in cols]
+
+        rs = pooled_rate_summary(*counts("tp", "n_members", "fp", "n_nonmembers"), alpha, ci_method)
         eg, dg = float(g["epsilon_game"].iloc[0]), float(g["delta_game"].iloc[0])
-        ept, elb = epsilon_lower_bound(int(g["eps_tp"].sum()), int(g["eps_n_pos"].sum()), int(g["eps_fp"].sum()),
-                                       int(g["eps_n_neg"].sum()), dg, alpha)
+        eb = pooled_epsilon_lower_bound(*counts("eps_tp", "eps_n_pos", "eps_fp", "eps_n_neg"), dg, alpha, ci_method)
         pr = per[(per["dataset"] == d) & (per["method"] == m) & (per["epsilon"] == e) & (per["attack"] == a)]
         R = len(pr)
-
-        def mean_se(col):
-            v = pr[col].to_numpy(float)
-            return float(v.mean()), float(v.std(ddof=1) / math.sqrt(R)) if R > 1 else float("nan")
-
-        auc, auc_se = mean_se("auc")
-        t3, t3_se = mean_se("tpr_at_fpr_1e-3")
-        acc = (tp / P + 1 - fp / N) / 2
+        auc, auc_half, auc_se = cluster_mean_interval(pr["auc"].to_numpy(float), alpha)
+        t3, t3_half, t3_se = cluster_mean_interval(pr["tpr_at_fpr_1e-3"].to_numpy(float), alpha)
         rows.append({"dataset": d, "method": m, "epsilon": e, "attack": a, "epsilon_game": eg, "delta_game": dg,
-                     "variant": g["dataset_variant"].iloc[0], "reps": R, "trials": P + N,
-                     "accuracy": acc, "accuracy_lo": (tlo + 1 - fhi) / 2, "accuracy_hi": (thi + 1 - flo) / 2,
-                     "advantage": 2 * acc - 1, "advantage_lo": tlo - fhi, "advantage_hi": thi - flo,
-                     "auc": auc, "auc_se": auc_se, "tpr_at_fpr_1e-3": t3, "tpr_at_fpr_1e-3_se": t3_se,
-                     "eps_point": ept, "eps_lower": elb,
+                     "variant": g["dataset_variant"].iloc[0], "reps": R,
+                     "trials": int(g["n_members"].sum() + g["n_nonmembers"].sum()),
+                     **{k: float(rs[k]) for k in ("accuracy", "accuracy_lo", "accuracy_hi", "advantage",
+                                                  "advantage_lo", "advantage_hi", "tpr", "tpr_lo", "tpr_hi", "fpr",
+                                                  "fpr_lo", "fpr_hi")},
+                     "auc": auc, "auc_se": auc_se, "auc_half": auc_half,
+                     "tpr_at_fpr_1e-3": t3, "tpr_at_fpr_1e-3_se": t3_se, "tpr_at_fpr_1e-3_half": t3_half,
+                     "eps_point": eb["eps_point"], "eps_lower": eb["eps_lower"],
+                     "ci_method": ci_method, "deff_accuracy": float(rs["deff_accuracy"]),
+                     "deff_tpr": float(rs["deff_tpr"]), "deff_fpr": float(rs["deff_fpr"]),
+                     "eps_deff_tpr": float(eb["deff_tpr"]), "eps_deff_fpr": float(eb["deff_fpr"]),
                      "train_accuracy": float(g["train_accuracy"].mean()),
                      "test_accuracy": float(g["test_accuracy"].mean()),
                      "bound_accuracy": B.accuracy_bound(eg, dg), "bound_advantage": B.advantage_bound(eg, dg),
@@ -379,7 +417,8 @@ def auc_bound(epsilon: float, delta: float = 0.0) -> float:
 
 def audit_table(frames: dict, cfg: dict) -> pd.DataFrame:
     """Every audited comparison (dataset, method, ε, attack; accuracy and ε lower bound), with the verdict at
-    the family-wise level ``audit.alpha`` (Bonferroni over all comparisons unless ``audit.correction: none``)."""
+    the family-wise level ``audit.alpha`` (Bonferroni over all comparisons unless ``audit.correction: none``),
+    intervals of ``ci_method`` (:func:`pooled`; the canary rows: exact Clopper–Pearson, independent trials)."""
     parts = [f for n, f in frames.items() if n.startswith("fig_attack_") or n == "fig_eps_lower_bound"]
     if not parts:
         return pd.DataFrame()
@@ -390,10 +429,11 @@ def audit_table(frames: dict, cfg: dict) -> pd.DataFrame:
         return pd.DataFrame()
     can = (df[(df["attack"] == "canary") & (df["metric"] == "canary_eps_lower")]
            .drop_duplicates(subset=["dataset", "method", "epsilon"]) if "attack" in df else df.iloc[:0])
-    base = pooled(df, 1 - float(cfg["ci_level"]))
+    method = cfg.get("ci_method", "design_effect")
+    base = pooled(df, 1 - float(cfg["ci_level"]), method)
     m = 2 * len(base) + len(can)
     a = float(cfg["audit"]["alpha"]) / (m if cfg["audit"]["correction"] == "bonferroni" else 1)
-    strict = pooled(df, a) if len(base) else pd.DataFrame()
+    strict = pooled(df, a, method) if len(base) else pd.DataFrame()
     if len(strict):
         strict["acc_violation"] = strict["accuracy_lo"] > strict["bound_accuracy"] + 1e-12
         strict["eps_violation"] = strict["eps_lower"] > strict["epsilon_game"] + 1e-12
@@ -408,7 +448,7 @@ def audit_table(frames: dict, cfg: dict) -> pd.DataFrame:
                      "trials": int(r["canary_trials"]) * 2, "eps_point": ept, "eps_lower": elb,
                      "canary_tp": int(r["canary_tp"]), "canary_fp": int(r["canary_fp"]),
                      "canary_n_pos": int(r["canary_n_pos"]), "canary_n_neg": int(r["canary_n_neg"]),
-                     "acc_violation": False, "eps_violation": elb > eg + 1e-12})
+                     "ci_method": CANARY_CI_METHOD, "acc_violation": False, "eps_violation": elb > eg + 1e-12})
     if rows:
         strict = pd.concat([strict, pd.DataFrame(rows)], ignore_index=True)
     if strict.empty:
@@ -435,19 +475,15 @@ def deviations(cfg: dict, name: str) -> list[str]:
         f"Evaluation sets: {sizes}, per repetition ({cfg['repetitions']} repetitions, each a fresh random member "
         f"split of the same 2n-record target pool); the shadow/reference pool is a disjoint 2n records, k = "
         f"{cfg['shadow_models']} shadow models per (dataset, method, ε), each on a random half. Pooled over "
-        f"repetitions a {ci:.0%} Clopper–Pearson interval on a rate has half-width ≤ "
-        f"{_cp_halfwidth(cfg):.3f} (at rate 0.5).",
+        f"repetitions a {ci:.0%} interval on a rate has half-width ≥ {_cp_halfwidth(cfg):.3f} at rate 0.5 (the "
+        "binomial one; wider when the repetitions' models disagree, see the note on intervals).",
         "Membership game: replace-one (a member and a fresh record from the same distribution are the two "
         "hypotheses of a replace-one neighbouring pair by exchangeability); every method's ε is its replace-one ε: "
         + ("DP-SGD (accountant add/remove) is calibrated at (ε/2, δ/(1 + e^{ε/2})), whose replace-one conversion "
            "is (ε, δ)." if tc["dpsgd"]["replace_one"] == "half_budget" else
            "DP-SGD is calibrated at the plotted (ε, δ) for add/remove; its bound is drawn at the replace-one "
            "(2ε, (1 + e^ε)δ)."),
-        f"Confidence intervals ({ci:.0%}): Clopper–Pearson on TPR and FPR (α/2 each) combined into the accuracy and "
-        "advantage intervals; AUC: DeLong variance per repetition, mean ± standard error over repetitions; TPR at "
-        "FPR = 1e-3: largest TPR whose empirical FPR ≤ 1e-3 (with fewer than 1000 non-members per repetition that is "
-        "TPR at FPR = 0), mean ± standard error. Trials of one target model share its training randomness; the "
-        "intervals treat trials as independent, and pooling independently trained targets limits that effect.",
+        _ci_note(cfg),
         "Strongest attack: at each (method, ε) the attack with the largest value of the panel's metric (a post-hoc "
         "choice, optimistic for the attacker); the audit checks every attack separately.",
         "Attacks: gap = member iff correctly classified; loss threshold = member iff loss ≤ the target's mean "
@@ -479,7 +515,10 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    "repetition-0 member set with its last record replaced by a canary x (‖x‖ = 1, the direction the "
                    "other records span least) labelled 1 in D and 0 in D′; statistic: the canary's score margin "
                    "(post-processing of the release); threshold chosen on a random half, Clopper–Pearson ε lower "
-                   "limit on the other half; a limit above the claimed ε is a privacy bug. Batched: output "
+                   "limit on the other half, exact because the trials are independent (each is its own release "
+                   "with its own noise draw or training run; nothing is shared but the neighbouring pair and a "
+                   "data-independent sampling order, given which the guarantee holds): no clustering adjustment; "
+                   "a limit above the claimed ε is a privacy bug. Batched: output "
                    "perturbation and bolt-on PSGD solve the noiseless problem once (bolt-on with one fixed, "
                    "data-independent sampling order) and redraw only the noise. Its power depends on how close the "
                    "canary's model difference comes to the sensitivity bound (small nλ: far).")
@@ -495,6 +534,32 @@ def deviations(cfg: dict, name: str) -> list[str]:
         out.append(f"Private models at ε = {cfg['figures']['table_generalisation']['epsilon']:g}; test accuracy "
                    "is measured on the n non-members.")
     return out
+
+
+def _ci_note(cfg: dict) -> str:
+    """The captions' sentence on confidence intervals (depends on ``ci_method``)."""
+    ci, K = float(cfg["ci_level"]), int(cfg["repetitions"])
+    tail = ("AUC (DeLong per model) and TPR at FPR = 1e-3 (largest TPR whose empirical FPR ≤ 1e-3; with fewer than "
+            "1000 non-members per repetition that is TPR at FPR = 0): mean over the repetitions' models ± "
+            f"t_{{K−1}}·standard error (K = {K}), one observation per model, clipped to [0, 1].")
+    if cfg.get("ci_method", "design_effect") == "clopper_pearson":
+        return (f"Confidence intervals ({ci:.0%}, ci_method = clopper_pearson): Clopper–Pearson on the pooled TPR "
+                "and FPR counts (α/2 each), combined into the accuracy and advantage intervals. The n member and n "
+                "non-member trials of one repetition share its trained target model, so pooled trials are "
+                "clustered by model; these intervals treat them as independent and are too narrow when the "
+                "models differ (the design effects are in the report's tables). " + tail)
+    return (f"Confidence intervals ({ci:.0%}, ci_method = design_effect): the n member and n non-member trials of "
+            f"one repetition share its trained target model, so the trials pooled over the K = {K} repetitions "
+            "form K clusters whose rates differ from model to model. Every rate interval is a Clopper–Pearson "
+            "interval at the effective sample size N/f (Korn & Graubard 1998): f = 1 + (deff − 1)·(t_{K−1}/z)², "
+            "deff = between-model over binomial variance of the pooled rate, floored at 1, so no interval is "
+            "narrower than the binomial one. TPR and FPR at α/2 each; accuracy and advantage from the proportion "
+            "of correct decisions (balanced sets), a single interval; empirical ε lower bound from TPR at its "
+            "lower and FPR at its upper limit. "
+            + (f"With K this small the between-model variance is estimated from K − 1 = {K - 1} degree(s) of "
+               "freedom: the intervals are wide whenever the models disagree. " if K > 1 else
+               "With K = 1 the between-model variation cannot be estimated: the intervals are the binomial ones, "
+               "conditional on the one trained model (no bars for AUC and TPR at FPR = 1e-3). ") + tail)
 
 
 def _cp_halfwidth(cfg: dict) -> float:
@@ -559,7 +624,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
 
 
 def _plot_attack(plt, cfg, name, df, alpha):
-    p = pooled(df, alpha)
+    p = pooled(df, alpha, cfg.get("ci_method", "design_effect"))
     eps = np.array(sorted(e for e in p["epsilon"].unique() if np.isfinite(e)))
     grid = np.logspace(np.log10(eps.min()) - 0.1, np.log10(eps.max()) + 0.1, 60) if eps.size else np.array([0.1, 10])
     fig, axes = plt.subplots(2, 2, figsize=(11, 8), dpi=110)
@@ -578,7 +643,9 @@ def _plot_attack(plt, cfg, name, df, alpha):
             if metric in ("accuracy", "advantage"):
                 err = np.vstack([b[metric] - b[f"{metric}_lo"], b[f"{metric}_hi"] - b[metric]])
             else:
-                err = 1.96 * b[f"{metric}_se"].fillna(0).to_numpy()
+                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models,
+                v = b[metric].to_numpy(float)                      # clipped to [0, 1]
+                err = np.vstack([np.minimum(half, v), np.minimum(half, 1 - v)])
             ax.errorbar(b["epsilon"], b[metric], yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
         ax.set_xscale("log")
         ax.set_xlabel("ε (replace-one)")
@@ -633,7 +700,7 @@ def _plot_roc(plt, cfg, df):
 
 
 def _plot_eps(plt, cfg, df, alpha):
-    p = pooled(df, alpha)
+    p = pooled(df, alpha, cfg.get("ci_method", "design_effect"))
     p = p[np.isfinite(p["epsilon_game"])]
     dsets = [d for d in mc.DATASETS if d in set(p["dataset"])]
     fig, axes = plt.subplots(1, max(1, len(dsets)), figsize=(4.4 * max(1, len(dsets)), 4.2), dpi=110, squeeze=False)
@@ -660,8 +727,8 @@ def _plot_eps(plt, cfg, df, alpha):
     return fig
 
 
-def generalisation_table(df: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    p = pooled(df, alpha)
+def generalisation_table(df: pd.DataFrame, alpha: float, ci_method: str = "design_effect") -> pd.DataFrame:
+    p = pooled(df, alpha, ci_method)
     rows = []
     for (d, m, e), g in p.groupby(["dataset", "method", "epsilon"], sort=False):
         b = g.loc[g["accuracy"].idxmax()]
@@ -679,7 +746,7 @@ def generalisation_table(df: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 
 def _plot_table(plt, cfg, df, alpha):
-    t = generalisation_table(df, alpha)
+    t = generalisation_table(df, alpha, cfg.get("ci_method", "design_effect"))
     fig, ax = plt.subplots(figsize=(15, 0.32 * (len(t) + 3)), dpi=110)
     ax.axis("off")
     if len(t):
@@ -711,19 +778,23 @@ def report_html(config: dict, frames: dict) -> str:
     alpha = 1 - float(cfg["ci_level"])
     parts = []
     if "table_generalisation" in frames:
-        parts.append(_html_table(generalisation_table(frames["table_generalisation"], alpha),
+        parts.append(_html_table(generalisation_table(frames["table_generalisation"], alpha,
+                                                      cfg.get("ci_method", "design_effect")),
                                  "Privacy vs generalisation (slides 001:L321–L330 style)"))
     a = audit_table(frames, cfg)
     if len(a):
         worst = a.assign(margin_acc=a["accuracy_lo"] - a["bound_accuracy"], margin_eps=a["eps_lower"] - a["epsilon_game"])
         bugs = worst[worst["bug"]]
         parts.append(f"<h4>Privacy audit: {len(a)} (dataset, method, ε, attack) combinations × 2 checks at family-wise "
-                     f"level {cfg['audit']['alpha']:g} ({cfg['audit']['correction']}); "
+                     f"level {cfg['audit']['alpha']:g} ({cfg['audit']['correction']}; intervals: "
+                     f"{cfg.get('ci_method', 'design_effect')}, trials clustered by target model); "
                      f"<span style='color:{'darkred' if len(bugs) else 'green'}'>{len(bugs)} PRIVACY BUG(S)"
                      "</span></h4>")
         show = (bugs if len(bugs) else worst.nlargest(min(10, len(worst)), "margin_eps"))
-        parts.append(_html_table(show[["dataset", "method", "epsilon", "attack", "accuracy_lo", "bound_accuracy",
-                                       "eps_lower", "epsilon_game", "bug"]].round(4),
+        parts.append(_html_table(show.reindex(columns=["dataset", "method", "epsilon", "attack", "ci_method",
+                                                       "accuracy_lo", "bound_accuracy", "eps_lower", "epsilon_game",
+                                                       "deff_accuracy", "eps_deff_tpr", "eps_deff_fpr",
+                                                       "bug"]).round(4),
                                  "Flagged combinations" if len(bugs) else "Closest to the bound (none exceeds it)"))
         can = a[a["attack"] == "canary"]
         if len(can):
@@ -735,8 +806,16 @@ def report_html(config: dict, frames: dict) -> str:
         a = a[a["attack"] != "canary"]
         summ = (a.loc[a.groupby(["dataset", "method", "epsilon"])["accuracy"].idxmax()]
                 [["dataset", "method", "epsilon", "attack", "accuracy", "accuracy_lo", "accuracy_hi", "bound_accuracy",
-                  "eps_point", "eps_lower"]].round(4))
-        parts.append(_html_table(summ, "Strongest attack per (dataset, method, ε), pooled over repetitions"))
+                  "eps_point", "eps_lower", "deff_accuracy", "deff_tpr", "deff_fpr"]].round(4))
+        parts.append(_html_table(summ, "Strongest attack per (dataset, method, ε), pooled over repetitions (interval "
+                                       "bounds at the family-wise level; deff = estimated design effect of the pooled "
+                                       "correct decisions / TPR / FPR, between-model over binomial variance, ≥ 1)"))
+        if len(a) and a["deff_accuracy"].notna().any():
+            parts.append(f"<p>Design effects over the {len(a)} audited (dataset, method, ε, attack): correct decisions "
+                         f"median {a['deff_accuracy'].median():.2f}, max {a['deff_accuracy'].max():.2f}; TPR / FPR "
+                         f"median {pd.concat([a['deff_tpr'], a['deff_fpr']]).median():.2f}, max "
+                         f"{pd.concat([a['deff_tpr'], a['deff_fpr']]).max():.2f} (1 = no detectable over-dispersion; "
+                         f"estimated from {int(a['reps'].max())} repetitions).</p>")
     return "".join(parts)
 
 
@@ -767,14 +846,16 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
                 meas += (f" | canary audit ({len(can)} ε): max ε̂_lo − ε = "
                          f"{float((can['eps_lower'] - can['epsilon_game']).max()):+.3f}")
             add(f"AUDIT/{d}/{m}", f"fig_attack_{d}", f"no attack's accuracy or TPR exceeds the ε-DP bound "
-                f"(acc ≤ (e^ε+δ)/(1+e^ε), TPR ≤ e^ε·FPR + δ, replace-one) beyond its Clopper–Pearson interval, "
+                f"(acc ≤ (e^ε+δ)/(1+e^ε), TPR ≤ e^ε·FPR + δ, replace-one) beyond its confidence interval "
+                f"({cfg.get('ci_method', 'design_effect')}: trials clustered by target model; canary: exact "
+                f"Clopper–Pearson, independent trials), "
                 f"including the worst-case canary audit when enabled "
                 f"(family-wise level {cfg['audit']['alpha']:g}, {cfg['audit']['correction']}); otherwise PRIVACY BUG",
                 meas, float((g["eps_lower"] - g["epsilon_game"]).max()), bugs.empty)
     alpha = 1 - float(cfg["ci_level"])
     att = [f for n, f in frames.items() if n.startswith("fig_attack_")]
     if att:
-        p = pooled(pd.concat(att, ignore_index=True), alpha)
+        p = pooled(pd.concat(att, ignore_index=True), alpha, cfg.get("ci_method", "design_effect"))
         npv = p[p["method"] == "non_private"]
         for d, g in npv.groupby("dataset", sort=False):
             b = g.loc[g["accuracy_lo"].idxmax()]
@@ -828,12 +909,22 @@ def _audit_desc(r, rel: str) -> str:
             f"{r.eps_lower:.3f} {rel} {r.epsilon_game:g}")
 
 
+def _row_ci_method(frame) -> str:
+    """The pooled-interval method the rows record (the canary rows record their own); rows written before the
+    column existed: the default."""
+    if "ci_method" not in frame:
+        return "design_effect"
+    v = frame.loc[frame["attack"] != "canary", "ci_method"].dropna()
+    return str(v.iloc[0]) if len(v) else "design_effect"
+
+
 def _cfg_from(config: dict | None, frame) -> dict:
     """Audit settings: from the config when given, else from the rows (report.run_anchor_checks passes the result
-    frames only; every row records ci_level, audit_alpha and audit_correction)."""
+    frames only; every row records ci_level, ci_method, audit_alpha and audit_correction)."""
     if config is not None:
         return config["studies"][STUDY]
     if frame is None or "audit_alpha" not in frame:
         raise ValueError("the membership rows carry no audit settings (ci_level, audit_alpha, audit_correction)")
     return {"ci_level": float(frame["ci_level"].iloc[0]),
+            "ci_method": _row_ci_method(frame),
             "audit": {"alpha": float(frame["audit_alpha"].iloc[0]), "correction": str(frame["audit_correction"].iloc[0])}}

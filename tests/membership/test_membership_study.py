@@ -51,6 +51,7 @@ def m(**kw):
     (m(figures={"table_generalisation": {"epsilon": 2.0}}), "studies.membership.figures.table_generalisation.epsilon"),
     (m(training={"dpsgd": {"replace_one": "ignore"}}), "studies.membership.training.dpsgd.replace_one"),
     (m(attacks={"lira_variance": "none"}), "studies.membership.attacks.lira_variance"),
+    (m(ci_method="bootstrap"), "studies.membership.ci_method"),
 ])
 def test_bad_config_names_the_key(override, key):
     with pytest.raises(ConfigError) as err:
