@@ -1,5 +1,5 @@
 """Model inversion of a released linear-regression model (Fredrikson et al., USENIX Security 2014), as used in
-wu2016 ch. 4 (spec ../shared/spec/wu2016.md §4, Table 5.1 L1417–L1427, footnote L881; Figs. 4.6–4.8).
+wu2016 ch. 4 (notes on Wu (2016), PhD thesis §4, Table 5.1 L1417–L1427, footnote L881; Figs. 4.6–4.8).
 
 **[EXTERNAL] reconstruction** (the thesis describes the attack only in words; spec §4.2):
 

@@ -1,5 +1,5 @@
 """Pima Indians diabetes, the LIBSVM ``diabetes`` file named by wu2016 ch. 4 (thesis L1151 footnote 5; spec
-../shared/spec/wu2016.md §3 "Chapter 4", spec/data.md "Pima Indians diabetes").
+Wu (2016), PhD thesis §3 "Chapter 4", spec/data.md "Pima Indians diabetes").
 
 Formats accepted (from the mirror, the cache or the canonical URL):
 

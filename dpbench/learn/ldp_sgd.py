@@ -1,7 +1,7 @@
 """song2018 chapters 3 and 4: DP mini-batch SGD (update 3.6) and local-DP SGD with heterogeneous privacy.
 
-Spec: ../shared/spec/song2018.md §1 (chapter 3) and §2 (chapter 4); Lnnn = line of the thesis text
-(../shared/seeds/002_56bcdba27796f12b.txt).
+Spec: Song (2018), PhD thesis §1 (chapter 3) and §2 (chapter 4); Lnnn = line of the thesis text
+(Song 2018, PhD thesis).
 
 Setting and privacy (both chapters)
 -----------------------------------

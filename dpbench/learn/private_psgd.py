@@ -1,4 +1,4 @@
-"""The three private PSGD algorithms of wu2016 chapter 3 (spec ``/work/shared/spec/wu2016.md`` §2.1–2.6, §7),
+"""The three private PSGD algorithms of wu2016 chapter 3 (spec Wu (2016), PhD thesis §2.1–2.6, §7),
 built on the engine :mod:`dpbench.learn.psgd`.
 
 * **Bolt-on output perturbation** ("ours", Wu et al. 2017; wu2016 Alg. 1 / Alg. 2, spec §2.3): run NOISELESS

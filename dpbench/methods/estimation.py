@@ -1,6 +1,6 @@
 """Private mean and covariance estimation: pure (Laplace, ℓ1) vs approximate (Gaussian, ℓ2) DP, local vs central.
 
-Spec: ../shared/spec/lectures.md §2.1 (003:L7–L23) and §2.2 (003:L27–L37), errata §2.8. Plain numpy; every
+Spec: the course slides and lecture notes §2.1 (003:L7–L23) and §2.2 (003:L27–L37), errata §2.8. Plain numpy; every
 function works on arrays and draws all noise of a batch of releases in one call.
 
 Neighbouring relation: **replace-one** (D and D′ have the same size n, which is public, and differ in one

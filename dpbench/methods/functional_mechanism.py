@@ -1,5 +1,5 @@
 """The functional mechanism (Zhang, Zhang, Xiao, Yang & Winslett, PVLDB 2012) for linear and logistic regression —
-the baseline of wu2016 ch. 4 (spec ../shared/spec/wu2016.md §2.7; thesis L869, L929, L1113).
+the baseline of wu2016 ch. 4 (notes on Wu (2016), PhD thesis §2.7; thesis L869, L929, L1113).
 
 **[EXTERNAL] reconstruction** from Zhang et al. (Algorithm 1, §4.2 linear regression, §5 logistic regression,
 §6 "avoiding unbounded noisy objective functions") and their released MATLAB code; the thesis only names it.

@@ -1,5 +1,5 @@
 """Objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2) under the norm-ball constraint of
-wu2016 ch. 4 (spec ../shared/spec/wu2016.md §2.7, L1226–L1238; Fig. 4.5).
+wu2016 ch. 4 (notes on Wu (2016), PhD thesis §2.7, L1226–L1238; Fig. 4.5).
 
 **[EXTERNAL] reconstruction** — the thesis only names the method; the formulas below are Chaudhuri et al.'s
 (JMLR 2011, Alg. 2 and Thm 9), generalised from |ℓ′| ≤ 1 to a ρ-Lipschitz loss, and run on the ball

@@ -1,7 +1,7 @@
 """Output perturbation for regularised ERM (wu2016 ch. 4, Alg 5 and Alg 6), its parameter-setting variants
 (oracle, data-independent, privately tuned) and the private tuning of Alg 7.
 
-Spec: ../shared/spec/wu2016.md §2.7 (Thm 4.5, Alg 5/6/7, L969–L1015, L1159–L1192) and §7 items 13–15.
+Spec: Wu (2016), PhD thesis §2.7 (Thm 4.5, Alg 5/6/7, L969–L1015, L1159–L1192) and §7 items 13–15.
 
 Setting and conventions (used throughout this module and by :mod:`.objective_perturbation`):
 

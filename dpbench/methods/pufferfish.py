@@ -1,6 +1,6 @@
 """Pufferfish privacy mechanisms for correlated data (song2018 ch. 7; Song, Wang & Chaudhuri, SIGMOD 2017).
 
-Spec: ../shared/spec/song2018.md §5. Everything here is plain numpy and works on arrays:
+Spec: Song (2018), PhD thesis §5. Everything here is plain numpy and works on arrays:
 
 * :func:`winf_distance`, :func:`wasserstein_scale` — the ∞-Wasserstein mechanism (Alg. 6, eq. 7.1).
 * :func:`mqm_scale` — the Markov Quilt Mechanism in general form (Alg. 7) from per-node quilt tables.

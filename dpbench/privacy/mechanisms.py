@@ -1,7 +1,7 @@
 """Noise samplers and noise calibration for the basic DP mechanisms.
 
 Paper references are to van der Maaten & Hannun (2020), "The Trade-Offs of Private Prediction"
-(``/work/shared/spec/vdm2020.md``, "vdm2020" below).
+(van der Maaten & Hannun (2020), "vdm2020" below).
 
 Conventions
 -----------

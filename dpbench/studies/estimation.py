@@ -1,6 +1,6 @@
 """estimation — pure vs approximate DP in high dimensions, local vs central DP (lecture 19 notes, 003).
 
-Spec: ../shared/spec/lectures.md §2.1, §2.2, §2.8, §2.9. The notes give rates only (no experiment), so every
+Spec: the course slides and lecture notes §2.1, §2.2, §2.8, §2.9. The notes give rates only (no experiment), so every
 figure here is a benchmark built on their claims:
 
 * ``mean_vs_d`` — ℓ2 error of the clipped mean vs d: Laplace (pure ε-DP, ℓ1) vs Gaussian ((ε, δ), ℓ2; classic

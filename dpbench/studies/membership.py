@@ -1,6 +1,6 @@
 """membership — membership-inference attacks against every private training method, against the ε-DP bound.
 
-Spec: ../shared/spec/lectures.md §1.1–1.2 (the slides' attacks and the privacy-vs-generalisation table), §3.1
+Spec: the course slides and lecture notes §1.1–1.2 (the slides' attacks and the privacy-vs-generalisation table), §3.1
 (attack procedures, [EXT]), §3.2 (bounds, hypothesis-testing view, [EXT]); seed 001 (Shokri / Bellet slides).
 The slides contain no attack-vs-ε experiment: every figure here is a benchmark built on their claims.
 

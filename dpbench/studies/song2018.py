@@ -1,6 +1,6 @@
 """song2018 — Shuang Song, "Privacy-Preserving Algorithms for Machine Learning" (PhD thesis, UCSD 2018).
 
-Spec: ../shared/spec/song2018.md. Implemented so far: chapter 7 (Pufferfish privacy, the Markov Quilt
+Spec: Song (2018), PhD thesis. Implemented so far: chapter 7 (Pufferfish privacy, the Markov Quilt
 Mechanism, spec §5): Fig. 7.4 (synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and
 Fig. 7.5 (physical activity, SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3
 (household electricity, SIMULATED stand-in). Computation: :mod:`dpbench.studies.song2018_ch7`; mechanisms:

@@ -1,4 +1,4 @@
-"""song2018 chapters 3 and 4 (spec ../shared/spec/song2018.md §1, §2, §7 rows "Ch.3"/"Ch.4", §8 items 1-3):
+"""song2018 chapters 3 and 4 (notes on Song (2018), PhD thesis §1, §2, §7 rows "Ch.3"/"Ch.4", §8 items 1-3):
 DP mini-batch SGD (Figs 3.1-3.3) and local-DP SGD with heterogeneous privacy (Fig. 4.1).
 
 Figures, series and units of work (cached by content key in ``config["cache_dir"]``):

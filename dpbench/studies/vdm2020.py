@@ -1,6 +1,6 @@
 """vdm2020 — "The Trade-Offs of Private Prediction" (van der Maaten & Hannun): figure specs and anchors.
 
-Spec: ../shared/spec/vdm2020.md. Fig. 1a/1b: test accuracy vs ε at B = 100 (δ = 0 / 1e-5);
+Spec: van der Maaten & Hannun (2020). Fig. 1a/1b: test accuracy vs ε at B = 100 (δ = 0 / 1e-5);
 Fig. 2a/2b: accuracy vs inference budget B at ε = 1 (δ = 0 / 1e-5); MNIST, linear softmax models,
 mean ± std over repetitions on one train/test split.
 """

@@ -1,7 +1,7 @@
 """wu2016 — Xi Wu, "A Study of Stability in Data Privacy" (PhD thesis, UW–Madison 2016), chapter 3: bolt-on
 private PSGD (output perturbation) against SCS13 and BST14 for logistic regression.
 
-Spec: ../shared/spec/wu2016.md §1 (E3.2–E3.4), §2.3–2.6, §3, §5 (A1–A8), §7 items 1–10. Figures: fig3_2 (test
+Spec: Wu (2016), PhD thesis §1 (E3.2–E3.4), §2.3–2.6, §3, §5 (A1–A8), §7 items 1–10. Figures: fig3_2 (test
 accuracy vs ε, 3 datasets × 4 tests), fig3_3 (passes and batch size, MNIST), fig3_4 (runtime ratios to
 noiseless). Computation: :mod:`dpbench.studies.wu2016_ch3`; algorithms: :mod:`dpbench.learn.private_psgd`,
 :mod:`dpbench.learn.psgd_many`; data: the registry's ``mnist``, ``protein`` and ``covertype``.

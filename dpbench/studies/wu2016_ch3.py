@@ -1,4 +1,4 @@
-"""Computations of wu2016 chapter 3 (spec ../shared/spec/wu2016.md §1 E3.2–E3.4, §2.3–2.6, §3, §7): bolt-on
+"""Computations of wu2016 chapter 3 (notes on Wu (2016), PhD thesis §1 E3.2–E3.4, §2.3–2.6, §3, §7): bolt-on
 private PSGD against SCS13 and BST14 for logistic regression on MNIST (50-d Gaussian random projection,
 one-vs-all), Protein and Covertype, every row on the unit sphere.
 

@@ -1,6 +1,6 @@
 """wu2016 chapter 4: output perturbation (Alg 5/6, its oracle / data-independent / privately tuned variants),
 objective perturbation and the functional mechanism for logistic (diabetes) and linear (Warfarin) regression,
-and the model-inversion attack on VKORC1 (spec ../shared/spec/wu2016.md §1 E4.1–E4.8, §2.7, §3, §4, §5 B1–B7,
+and the model-inversion attack on VKORC1 (notes on Wu (2016), PhD thesis §1 E4.1–E4.8, §2.7, §3, §4, §5 B1–B7,
 §6, §7 items 11–17). Figures fig4_1, fig4_2, fig4_3, fig4_5, fig4_6, fig4_7, fig4_8; fig4_4 (the simulated
 clinical trial) is out of scope.
 
