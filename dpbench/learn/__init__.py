@@ -19,6 +19,7 @@ from .softmax import (
     predict_many,
     sensitivity_grad_norm_tol,
     softmax_objective,
+    solver_error_fraction,
     softmax_probabilities,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "FitInfo",
     "SOLVER_ERROR_FRACTION",
     "sensitivity_grad_norm_tol",
+    "solver_error_fraction",
     "softmax_objective",
     "fit_softmax",
     "fit_softmax_many",

@@ -16,7 +16,7 @@ below is calibrated to that (η = ``error_fraction``, default 0.01), so the guar
 
 from __future__ import annotations
 
-from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol
+from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol, solver_error_fraction
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax
 from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_l2_laplace
@@ -29,7 +29,8 @@ def minimiser_sensitivity(n: int, lam: float, error_fraction: float = SOLVER_ERR
         raise ValueError(f"error_fraction must lie in [0, 1], got {error_fraction!r}")
     if not (lam > 0) or not (n >= 1):
         raise ValueError(f"need n >= 1 and lam > 0, got n={n!r}, lam={lam!r}")
-    return 2 * LIPSCHITZ_K * (1.0 + float(error_fraction)) / (n * lam)
+    eta = solver_error_fraction(n, error_fraction) if error_fraction > 0 else 0.0
+    return 2 * LIPSCHITZ_K * (1.0 + eta) / (n * lam)
 
 
 def model_sensitivity_noise(n: int, lam: float, epsilon: float, delta: float,
@@ -56,7 +57,7 @@ def prediction_sensitivity_noise(n: int, lam: float, epsilon: float, delta: floa
 def solver_record(n: int, l2: float, error_fraction: float) -> dict:
     """Row fields of an approximate fit: the bound τ/λ on its distance to the exact minimiser and η."""
     return {"solver_error_bound": sensitivity_grad_norm_tol(n, error_fraction) / l2,
-            "solver_error_fraction": float(error_fraction)}
+            "solver_error_fraction": solver_error_fraction(n, error_fraction)}
 
 
 class _TrainedModelMethod(Method):

@@ -277,3 +277,15 @@ def test_legend_carries_the_true_epsilon_of_a_source_option():
     assert actual_epsilon_note(rows.assign(epsilon_achieved=rows["epsilon"])) == ""
     assert actual_epsilon_note(rows.assign(epsilon_achieved=[0.1, 1.5, 20.0])) == " [actual ε = 1–2 × axis]"
     assert actual_epsilon_note(rows.assign(epsilon_achieved=float("inf"))) == ""
+
+
+def test_solver_error_fraction_depends_only_on_n_and_respects_the_float_floor():
+    from dpbench.learn import solver_error_fraction
+    from dpbench.learn.softmax import GRAD_NORM_FLOOR
+
+    assert solver_error_fraction(60000, 0.01) == 0.01
+    assert sensitivity_grad_norm_tol(10**6, 0.01) == pytest.approx(GRAD_NORM_FLOOR)
+    eta = solver_error_fraction(10**6, 0.01)
+    assert 0.01 < eta < 0.02
+    # the noise is calibrated to the raised η, so the guarantee still covers the solver
+    assert minimiser_sensitivity(10**6, 1e-3, 0.01) == pytest.approx(2 * LIPSCHITZ_K * (1 + eta) / (10**6 * 1e-3))
