@@ -2,8 +2,8 @@
 
 A vdm2020-style series (the runner's ``tune`` then cells) is cut into
 
-* **tuning shards** ``t000, t001, …`` — blocks of (tuning point, grid value) units, each unit the validation
-  cells of one λ / clip value at one (setting, ε, δ); a tuning shard writes the accuracy of its cells;
+* **tuning shards** ``t000, t001, …`` — blocks of (tuning point, grid value, CV-repetition block) units, the
+  validation cells of one λ / clip value at one (setting, ε, δ); a tuning shard writes the accuracy of its cells;
 * **final shards** ``f000, f001, …`` — blocks of repetitions of one setting (one x of Fig. 4/5/6, or the whole
   ε / δ / B grid of Figs. 1–3), aligned to the method's groups (a DP-SGD block of 10 runs, one fitted model of
   the sensitivity methods) so no trained artefact is split; a final shard reads every tuning shard of its
@@ -35,7 +35,8 @@ ORDER = "_order"  # column of a final shard's rows: the row's position in the un
 class Shard:
     name: str                     # t000 (tuning) | f000 (final cells)
     cpu_s: float                  # projected CPU-seconds
-    units: list = field(default_factory=list)   # tuning: (key index, value index); final: (setting index, r0, r1)
+    units: list = field(default_factory=list)   # tuning: (key, value index, r0, r1); final: (setting, r0, r1)
+    cells: int = 0                # cells computed (distinct cell keys)
 
 
 @dataclass
@@ -131,10 +132,15 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
                 grid = list(st.tuning_grid(cfg, m))
                 grids.append(grid)
                 fixed_s, cell_s = vdm2020_cell_cpu_s(cfg, series, prob, meth, "validation")
+                cv_reps = cvc["repetitions"]
+                block = _rep_block(m, cv_reps)
+                k = block * max(1, math.floor(max(0.0, limit - fixed_s) / max(cell_s * block, 1e-9)))
                 for vi in range(len(grid)):
-                    tunits.append((len(keys) - 1, vi))
-                    tcosts.append(cvc["repetitions"] * cell_s)
-                    tfixed.append(((p.setting, vi), fixed_s))
+                    for r0 in range(0, cv_reps, k):
+                        r1 = min(cv_reps, r0 + k)
+                        tunits.append((len(keys) - 1, vi, r0, r1))
+                        tcosts.append((r1 - r0) * cell_s)
+                        tfixed.append(((p.setting, vi), fixed_s))
         if m.supports(p.epsilon, p.delta, p.budget) is not None:
             continue
         if p.setting not in per_setting:
@@ -143,7 +149,8 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
         dep = m.depends_on
         per_setting[p.setting].add((p.epsilon if "epsilon" in dep else None, p.delta if "delta" in dep else None,
                                     p.budget if "budget" in dep else None))
-    tuning = [Shard(f"t{i:03d}", s, u) for i, (u, s) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
+    tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u))
+              for i, (u, s) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
     final = []
     reps = cfg["repetitions"]
     for si, setting in enumerate(settings):
@@ -154,7 +161,8 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
         k = block * max(1, math.floor(max(0.0, limit - fixed_s) / max(per_rep * block, 1e-9)))
         for r0 in range(0, reps, k):
             r1 = min(reps, r0 + k)
-            final.append(Shard(f"f{len(final):03d}", fixed_s + per_rep * (r1 - r0), [(si, r0, r1)]))
+            n_cells = len(per_setting[setting]) * (r1 - r0 if "rep" in m.depends_on else 1)
+            final.append(Shard(f"f{len(final):03d}", fixed_s + per_rep * (r1 - r0), [(si, r0, r1)], n_cells))
     out = SeriesShards(keys, grids, settings, tuning, final)
     _MEMO[memo_key] = out
     return out
@@ -212,14 +220,14 @@ def run_shard(config: dict, study: str, figure: str, series: str, shard: str, n_
     if shard.startswith("t"):
         cvc = cfg["cross_validation"]
         cells, problems, methods = [], {}, {}
-        for ki, vi in s.units:
+        for ki, vi, r0, r1 in s.units:
             setting, eps, delta = sp.tuning_keys[ki]
             if setting not in problems:
                 problems[setting] = st.problem(config, cfg, "validation", **dict(setting[0]))
                 methods[setting] = st.make_method(cfg, series, **dict(setting[1]))
             v = sp.tuning_values[ki][vi]
             cells += [(setting, methods[setting].make_cell(problems[setting], v, eps, delta, cvc["budget"], r))
-                      for r in range(cvc["repetitions"])]
+                      for r in range(r0, r1)]
         res = compute_cells(config, study, "validation", series, cells, n_jobs, label=label)
         keys = list(dict.fromkeys(c.key for _, c in cells))
         return pd.DataFrame({"cell_key": keys, "accuracy": [float(res[k]["accuracy"]) for k in keys]})

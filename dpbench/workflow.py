@@ -315,7 +315,7 @@ def shard_resources(config: dict, study: str, figure: str, series: str, shard: s
     if shard.startswith("f"):
         settings = [sp.settings[si] for si, *_ in s.units]
     else:
-        settings = [sp.tuning_keys[ki][0] for ki, _ in s.units]
+        settings = [sp.tuning_keys[u[0]][0] for u in s.units]
     return costs.job_resources(config, s.cpu_s, threads,
                                mem_mb=_mem_mb(config, study, figure, series, threads, settings),
                                name=f"{study}/{figure}/{series}/{shard}")
