@@ -12,21 +12,23 @@ from __future__ import annotations
 import math
 
 #: CPU-seconds per unit (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one block of 10 runs).
-#: Measured at N = 54,000 (the validation-split training set) unless the name says otherwise.
+#: Measured on this machine (2 shared cores, under load) at N = 60,000 unless the name says otherwise.
 VDM2020_UNIT_COSTS = {
-    "lp_N1e4": 4.0,
-    "lp_54k": 25.0,
-    "lp_N1e5": 50.0,
-    "np_fit_54k": 25.0,
-    "subsagg_T256_54k": 12.0,
-    "dpsgd_block10_54k": 120.0,
-    "mlp_dpsgd_run": 60.0,
-    "mlp_subsagg_rep": 60.0,
-    "mlp_non_private": 20.0,
+    "lp_N1e4": 1.49,            # loss perturbation, one cell (marginal: after the shared warm start), N = 10,000
+    "lp_54k": 16.81,            # the same at N = 60,000 (the test split of the default problem)
+    "lp_N1e5": 34.4,            # the same at N = 100,000 (MNIST-1M generator); N = 10^6 is extrapolated log-log
+    "np_fit_54k": 28.68,        # the non-private L2 fit behind model / prediction sensitivity (once per model)
+    "subsagg_T8_54k": 20.3,     # subsample-and-aggregate, T = 8 / 256 / 2048 models
+    "subsagg_T256_54k": 15.16,
+    "subsagg_T2048_54k": 42.7,
+    "dpsgd_block10_54k": 60.04,  # one DP-SGD block of 10 runs (vectorised)
+    "mlp_dpsgd_run": 16.29,     # Fig. 7 MLP: one DP-SGD run
+    "mlp_subsagg_rep": 60.0,    # not measured (assumed)
+    "mlp_non_private": 20.0,    # not measured (assumed)
 }
 #: Seconds a Snakemake job spends starting (imports, DAG check) before its first cell.
 JOB_OVERHEAD_S = 5.0
-_N_REF = 54_000
+_N_REF = 60_000
 
 
 def _loglog(x: float, pts: list[tuple[float, float]]) -> float:
@@ -52,12 +54,13 @@ def vdm2020_n(cfg: dict, problem: dict, split: str) -> float:
 
 
 def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, split: str) -> tuple[float, float]:
-    """Projected (fixed, per-cell) CPU-seconds of vdm2020 cells: ``fixed`` is paid once per group of cells that
-    share a trained model (the non-private fit behind model / prediction sensitivity), ``per cell`` for every
-    cell (a DP-SGD cell: a tenth of its block of 10 runs)."""
+    """Projected (per group, per cell) CPU-seconds of vdm2020 cells: ``per group`` is paid once per group of
+    cells that share a trained model (the method's ``group_key``: the non-private fit behind model / prediction
+    sensitivity, the ensemble of one repetition of subsample-and-aggregate), ``per cell`` for every cell (a
+    DP-SGD cell: a tenth of its block of 10 runs)."""
     u = VDM2020_UNIT_COSTS
     n = vdm2020_n(cfg, problem, split)
-    lp = _loglog(n, [(1e4, u["lp_N1e4"]), (_N_REF, u["lp_54k"]), (1e5, u["lp_N1e5"])])
+    lp = _loglog(n, [(1e4, u["lp_N1e4"]), (_N_REF, u["lp_54k"])] + ([(1e5, u["lp_N1e5"])] if "lp_N1e5" in u else []))
     shape = 1.0
     if "pca_dim" in problem:
         shape *= max(0.1, problem["pca_dim"] / 785)
@@ -67,23 +70,38 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
         return 0.0, lp * shape
     if series in ("model_sensitivity", "prediction_sensitivity", "non_private"):
         fit = lp * u["np_fit_54k"] / u["lp_54k"] * shape
-        return fit, 0.01 * fit
+        return fit, 0.002 * fit
     if series == "subsample_aggregate":
         t = method.get("n_models", cfg["subsagg_models"])
-        return 0.0, u["subsagg_T256_54k"] * (n / _N_REF) * (t / 256) ** 0.5 * shape
+        per_t = _loglog(t, [(8, u["subsagg_T8_54k"]), (256, u["subsagg_T256_54k"]), (2048, u["subsagg_T2048_54k"])])
+        return per_t * (n / _N_REF) * shape, 0.01 * per_t * (n / _N_REF) * shape
     if series == "dpsgd":
         return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape
     if series == "dpsgd_mlp":
         return 0.0, u["mlp_dpsgd_run"] * (n / _N_REF)
     if series == "subsample_aggregate_mlp":
-        return 0.0, u["mlp_subsagg_rep"] * (n / _N_REF)
+        return u["mlp_subsagg_rep"] * (n / _N_REF), 0.01 * u["mlp_subsagg_rep"] * (n / _N_REF)
     if series == "non_private_mlp":
-        return u["mlp_non_private"] * (n / _N_REF), 0.0
+        return u["mlp_non_private"] * (n / _N_REF), 0.001 * u["mlp_non_private"]
     return 0.0, lp
+
+
+#: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at
+#: the default config on 2 cores (both busy): wu2016 ch. 3 (fig3_2-3_4, 18 series) 34 min; wu2016 ch. 4 plus the
+#: membership study (64 series) 6 min; the estimation study (11 series) about 1 min. song2018: not measured.
+STUDY_SERIES_CPU_MIN = {"wu2016/fig3": 68 / 18, "wu2016/fig4": 12 / 64, "membership": 12 / 64, "estimation": 2 / 11}
 
 
 def default_series_cpu_s(config: dict) -> float:
     return 60.0 * float(config.get("resources", {}).get("default_cpu_minutes", 10))
+
+
+def study_series_cpu_s(config: dict, study: str, figure: str) -> tuple[float, bool]:
+    """(CPU-seconds of one series, measured?) for a study without a cell cost model."""
+    for key in (f"{study}/{figure[:4]}", study):
+        if key in STUDY_SERIES_CPU_MIN:
+            return 60.0 * STUDY_SERIES_CPU_MIN[key], True
+    return default_series_cpu_s(config), False
 
 
 def job_resources(config: dict, cpu_s: float, threads: int, *, mem_mb: int, name: str) -> dict:

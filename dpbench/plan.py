@@ -24,12 +24,14 @@ class FigurePlan:
     largest_job_s: float
     unsharded_largest_s: float
     chain_s: float
-    modelled: bool
+    modelled: bool        # cells costed from unit costs
+    measured: bool        # else: from a measured study total (False: resources.default_cpu_minutes)
 
 
 def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
     names = W.series_names(config, study, figure)
     modelled = shards.shardable(config, study)
+    measured = modelled
     jobs = 1  # the plot
     cells, cpu, largest, unsharded, chain = 0, 0.0, 0.0, 0.0, 0.0
     for m in names:
@@ -45,7 +47,7 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
                 jobs += 0 if config.get("group_series") else 1
                 largest = max(largest, s_cpu)
         else:
-            s_cpu = costs.default_series_cpu_s(config)
+            s_cpu, measured = costs.study_series_cpu_s(config, study, figure)
             jobs += 0 if config.get("group_series") else 1
             largest = max(largest, s_cpu)
         cpu += s_cpu
@@ -56,7 +58,8 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
     threads = W.series_threads(config, study, figure, names[0]) if names else 1
     if not chain:
         chain = largest / threads
-    return FigurePlan(study, figure, jobs, cells if modelled else None, cpu, largest, unsharded, chain, modelled)
+    return FigurePlan(study, figure, jobs, cells if modelled else None, cpu, largest, unsharded, chain, modelled,
+                      measured)
 
 
 def plan(config: dict) -> list[FigurePlan]:
@@ -76,7 +79,7 @@ def report(config: dict, cores: int) -> str:
     by_study: dict = {}
     for r in rows:
         cells = f"{r.cells:9d}" if r.cells is not None else f"{'-':>9s}"
-        flag = "" if r.modelled else " *"
+        flag = "" if r.modelled else " +" if r.measured else " *"
         lines.append(f"{r.study + '/' + r.figure:34s} {r.jobs:6d} {cells} {_h(r.cpu_s):>8s} "
                      f"{r.largest_job_s / 60:9.1f} min {r.unsharded_largest_s / 60:6.1f} min{flag}")
         agg = by_study.setdefault(r.study, [0, 0, 0.0, 0.0])
@@ -101,7 +104,10 @@ def report(config: dict, cores: int) -> str:
                   f"(unsharded {unsharded / 60:.1f} CPU-min)",
               f"projected wall time on {cores} cores: {wall / 3600:.1f} h "
               f"(max of CPU-hours / cores and the longest dependent chain, {chain / 3600:.2f} h)"]
-    if any(not r.modelled for r in rows):
+    if any(not r.modelled and r.measured for r in rows):
+        lines.append("+ no cell cost model for this study: series costed from a measured study total "
+                     "(dpbench/costs.py STUDY_SERIES_CPU_MIN)")
+    if any(not r.modelled and not r.measured for r in rows):
         lines.append(f"* no cell cost model for this study: each series counted as "
                      f"{costs.default_series_cpu_s(config) / 60:g} CPU-min (resources.default_cpu_minutes)")
     lines.append("Unit costs: dpbench/costs.py (measured single-core CPU seconds; scaled in N, T, D, C).")

@@ -4,9 +4,10 @@ A vdm2020-style series (the runner's ``tune`` then cells) is cut into
 
 * **tuning shards** ``t000, t001, …`` — blocks of (tuning point, grid value, CV-repetition block) units, the
   validation cells of one λ / clip value at one (setting, ε, δ); a tuning shard writes the accuracy of its cells;
-* **final shards** ``f000, f001, …`` — blocks of repetitions of one setting (one x of Fig. 4/5/6, or the whole
-  ε / δ / B grid of Figs. 1–3), aligned to the method's groups (a DP-SGD block of 10 runs, one fitted model of
-  the sensitivity methods) so no trained artefact is split; a final shard reads every tuning shard of its
+* **final shards** ``f000, f001, …`` — blocks of (setting, distinct cell, repetition block) units — a setting is
+  one x of Fig. 4/5/6, a distinct cell one (ε, δ, B) the method depends on (every B of a training method is one
+  cell) — with repetition blocks aligned to the method's groups (a DP-SGD block of 10 runs is never split; a
+  fitted model of the sensitivity methods is shared through the cache); a final shard reads every tuning shard of its
   series (the chosen value is the same function of the same validation accuracies as without shards), computes
   its cells and writes its rows with their position in the unsharded series.
 
@@ -35,7 +36,7 @@ ORDER = "_order"  # column of a final shard's rows: the row's position in the un
 class Shard:
     name: str                     # t000 (tuning) | f000 (final cells)
     cpu_s: float                  # projected CPU-seconds
-    units: list = field(default_factory=list)   # tuning: (key, value index, r0, r1); final: (setting, r0, r1)
+    units: list = field(default_factory=list)   # tuning: (key, value index, r0, r1); final: (setting, cell, r0, r1)
     cells: int = 0                # cells computed (distinct cell keys)
 
 
@@ -44,6 +45,8 @@ class SeriesShards:
     tuning_keys: list             # (setting, ε, δ) in the runner's order
     tuning_values: list           # the grid of each key
     settings: list                # settings of the final cells, in point order
+    idents: list                  # per setting: classes of the distinct cells of one repetition (_ident) that
+                                  # share a trained model (the method's group_key); a class is never split
     tuning: list[Shard]
     final: list[Shard]
 
@@ -84,6 +87,27 @@ def _rep_block(method, reps: int) -> int:
     while b < reps and gk(b) == first:
         b += 1
     return b
+
+
+def _ident(method, p) -> tuple:
+    """What a point's cell depends on besides the setting and the repetition: points with equal identities
+    share their cells (e.g. every B of a private-training method) and go to the same shard."""
+    dep = method.depends_on
+    return (p.epsilon if "epsilon" in dep else None, p.delta if "delta" in dep else None,
+            p.budget if "budget" in dep else None)
+
+
+def _classes(method, idents: list) -> list[list]:
+    """``idents`` partitioned by the method's group key (at repetition 0): cells of one class share a trained
+    model, so they stay in one unit."""
+    from dpbench.methods import Cell
+
+    out: dict = {}
+    for e, d, b in idents:
+        cell = Cell(method=method.name, problem="p", params=(), epsilon=e, delta=d, budget=b,
+                    rep=0 if "rep" in method.depends_on else None)
+        out.setdefault(repr(method.group_key(cell)), []).append((e, d, b))
+    return list(out.values())
 
 
 def _pack(units: list, costs: list[float], fixed: list[float], limit: float) -> list[tuple[list, float]]:
@@ -131,9 +155,11 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
                 keys.append(key)
                 grid = list(st.tuning_grid(cfg, m))
                 grids.append(grid)
-                fixed_s, cell_s = vdm2020_cell_cpu_s(cfg, series, prob, meth, "validation")
+                group_s, cell_s = vdm2020_cell_cpu_s(cfg, series, prob, meth, "validation")
                 cv_reps = cvc["repetitions"]
                 block = _rep_block(m, cv_reps)
+                fixed_s = group_s if block >= cv_reps else 0.0
+                cell_s += 0.0 if block >= cv_reps else group_s / block
                 k = block * max(1, math.floor(max(0.0, limit - fixed_s) / max(cell_s * block, 1e-9)))
                 for vi in range(len(grid)):
                     for r0 in range(0, cv_reps, k):
@@ -145,25 +171,34 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
             continue
         if p.setting not in per_setting:
             settings.append(p.setting)
-            per_setting[p.setting] = set()
-        dep = m.depends_on
-        per_setting[p.setting].add((p.epsilon if "epsilon" in dep else None, p.delta if "delta" in dep else None,
-                                    p.budget if "budget" in dep else None))
+            per_setting[p.setting] = []
+        if _ident(m, p) not in per_setting[p.setting]:
+            per_setting[p.setting].append(_ident(m, p))
+    classes = {st_: _classes(methods[st_], idents) for st_, idents in per_setting.items()}
     tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u))
               for i, (u, s) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
-    final = []
     reps = cfg["repetitions"]
+    funits, fcosts, ffixed = [], [], []
     for si, setting in enumerate(settings):
         m = methods[setting]
-        fixed_s, cell_s = vdm2020_cell_cpu_s(cfg, series, dict(setting[0]), dict(setting[1]), "test")
-        per_rep = len(per_setting[setting]) * cell_s
+        group_s, cell_s = vdm2020_cell_cpu_s(cfg, series, dict(setting[0]), dict(setting[1]), "test")
         block = _rep_block(m, reps)
-        k = block * max(1, math.floor(max(0.0, limit - fixed_s) / max(per_rep * block, 1e-9)))
-        for r0 in range(0, reps, k):
-            r1 = min(reps, r0 + k)
-            n_cells = len(per_setting[setting]) * (r1 - r0 if "rep" in m.depends_on else 1)
-            final.append(Shard(f"f{len(final):03d}", fixed_s + per_rep * (r1 - r0), [(si, r0, r1)], n_cells))
-    out = SeriesShards(keys, grids, settings, tuning, final)
+        per_rep_group = block < reps      # the trained model changes with the repetition (block)
+        n_rep = (lambda r0, r1: r1 - r0) if "rep" in m.depends_on else (lambda r0, r1: 1)
+        for ci, members in enumerate(classes[setting]):
+            per_rep = len(members) * cell_s + (group_s / block if per_rep_group else 0.0)
+            k = block * max(1, math.floor(max(0.0, limit - (0.0 if per_rep_group else group_s))
+                                          / max(per_rep * block, 1e-9)))
+            for r0 in range(0, reps, k):
+                r1 = min(reps, r0 + k)
+                funits.append((si, ci, r0, r1))
+                fcosts.append(per_rep * n_rep(r0, r1))
+                ffixed.append(((setting, ci), 0.0 if per_rep_group else group_s))
+    final = [Shard(f"f{i:03d}", s_, u, sum(len(classes[settings[si]][ci]) * (r1 - r0 if "rep" in
+                                                                              methods[settings[si]].depends_on else 1)
+                                            for si, ci, r0, r1 in u))
+             for i, (u, s_) in enumerate(_pack(funits, fcosts, ffixed, limit))]
+    out = SeriesShards(keys, grids, settings, [classes[st_] for st_ in settings], tuning, final)
     _MEMO[memo_key] = out
     return out
 
@@ -232,9 +267,16 @@ def run_shard(config: dict, study: str, figure: str, series: str, shard: str, n_
         keys = list(dict.fromkeys(c.key for _, c in cells))
         return pd.DataFrame({"cell_key": keys, "accuracy": [float(res[k]["accuracy"]) for k in keys]})
     known = tuning_results(tuning_paths or [])
-    wanted = {(sp.settings[si], r) for si, r0, r1 in s.units for r in range(r0, r1)}
-    return run_series(config, study, figure, series, None, n_jobs=n_jobs,
-                      select=lambda p, r: (p.setting, r) in wanted, tuning_results=known)
+    wanted = {(sp.settings[si], ident, r) for si, ci, r0, r1 in s.units for ident in sp.idents[si][ci]
+              for r in range(r0, r1)}
+    methods = {}
+
+    def select(p, r):
+        if p.setting not in methods:
+            methods[p.setting] = st.make_method(cfg, series, **dict(p.method))
+        return (p.setting, _ident(methods[p.setting], p), r) in wanted
+
+    return run_series(config, study, figure, series, None, n_jobs=n_jobs, select=select, tuning_results=known)
 
 
 def gather(paths: list[str]):

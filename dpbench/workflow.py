@@ -271,7 +271,7 @@ def series_cpu_s(config: dict, study: str, figure: str, series: str) -> float:
     from dpbench import costs, shards
 
     if not _vdm_like(study):
-        return costs.default_series_cpu_s(config)
+        return costs.study_series_cpu_s(config, study, figure)[0]
     sp = shards.plan(config, study, figure, series)
     return sum(s.cpu_s for s in sp.all)
 
@@ -313,7 +313,7 @@ def shard_resources(config: dict, study: str, figure: str, series: str, shard: s
     sp = shards.plan(config, study, figure, series)
     s = sp.get(shard)
     if shard.startswith("f"):
-        settings = [sp.settings[si] for si, *_ in s.units]
+        settings = [sp.settings[u[0]] for u in s.units]
     else:
         settings = [sp.tuning_keys[u[0]][0] for u in s.units]
     return costs.job_resources(config, s.cpu_s, threads,
@@ -327,7 +327,7 @@ def shard_threads(config: dict, study: str, figure: str, series: str, shard: str
 
     n = series_threads(config, study, figure, series)
     s = shards.plan(config, study, figure, series).get(shard)
-    units = len(s.units) if shard.startswith("t") else sum(r1 - r0 for _, r0, r1 in s.units)
+    units = sum(r1 - r0 for *_, r0, r1 in s.units)
     return max(1, min(n, units))
 
 
