@@ -99,21 +99,26 @@ NodeName=$HOST NodeAddr=127.0.0.1 CPUs=2 RealMemory=$MEM State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 chown -R slurm:slurm /var/spool/slurmctld /var/log/slurm
-pgrep -x slurmdbd >/dev/null || slurmdbd || fail "slurmdbd did not start: $(tail -3 /var/log/slurm/slurmdbd.log)"
+STARTED=""   # pid files of the daemons this script started (stopped again at exit unless E2E_KEEP=1)
+start_daemon() {  # $1 = daemon, $2 = its pid file
+    pgrep -x "$1" >/dev/null && return 0
+    "$1" || return 1
+    STARTED="$STARTED $2"
+}
+[ "${E2E_KEEP:-0}" = 1 ] || [ "${E2E_SETUP_ONLY:-0}" = 1 ] || \
+    trap 'for f in $STARTED; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done' EXIT
+start_daemon slurmdbd /run/slurmdbd.pid || fail "slurmdbd did not start: $(tail -3 /var/log/slurm/slurmdbd.log)"
 for _ in $(seq 30); do sacctmgr -n show cluster >/dev/null 2>&1 && break; sleep 1; done
 sacctmgr -i add cluster dpbench >/dev/null 2>&1 || true
 sacctmgr -i add account dpbench Cluster=dpbench Description=e2e Organization=dpbench >/dev/null 2>&1 || true
 sacctmgr -i add user root Account=dpbench DefaultAccount=dpbench >/dev/null 2>&1 || true
-pgrep -x slurmctld >/dev/null || slurmctld || fail "slurmctld did not start: $(tail -3 /var/log/slurm/slurmctld.log)"
-pgrep -x slurmd >/dev/null || slurmd || fail "slurmd did not start: $(tail -3 /var/log/slurm/slurmd.log)"
+start_daemon slurmctld /run/slurmctld.pid || fail "slurmctld did not start: $(tail -3 /var/log/slurm/slurmctld.log)"
+start_daemon slurmd /run/slurmd.pid || fail "slurmd did not start: $(tail -3 /var/log/slurm/slurmd.log)"
 for _ in $(seq 60); do sinfo -h -o %T 2>/dev/null | grep -q -E "^idle" && break; sleep 1; done
 sinfo -h -o "%N %T %c %m" | grep -q idle || fail "node not idle: $(sinfo -h -o '%N %T %E' 2>&1)"
 sinfo
 echo "cluster running: $(sinfo -h -o '%N %T %c CPUs %m MB')"
 [ "${E2E_SETUP_ONLY:-0}" = 1 ] && { echo "cluster up"; exit 0; }
-if [ "${E2E_KEEP:-0}" != 1 ]; then
-    trap 'scancel -u root >/dev/null 2>&1; pkill -x slurmd; pkill -x slurmctld; pkill -x slurmdbd' EXIT
-fi
 
 # -- 4. the same reduced figure, locally and through SLURM ------------------------------------------------------
 # smoke grids, three series of Fig. 2a, 3 repetitions; through SLURM with shards of ~6 CPU-seconds (several jobs
