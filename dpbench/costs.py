@@ -122,9 +122,12 @@ def job_resources(config: dict, cpu_s: float, threads: int, *, mem_mb: int, name
 
 
 def vdm2020_mem_mb(cfg: dict, problem: dict, threads: int) -> int:
-    """Memory of a vdm2020 job: the memory-mapped float64 training matrix (counted once: the workers share
-    the pages), one working copy per worker for the optimisers, plus the interpreter."""
+    """Memory of a vdm2020 job: the memory-mapped float64 training matrix (counted once: the workers share its
+    pages), and per worker the interpreter plus about ten N x C float64 work arrays (scores, gradients,
+    L-BFGS history)."""
     n = vdm2020_n(cfg, problem, "test")
     dim = problem.get("pca_dim", 784) + 1
+    classes = problem.get("n_classes", 10)
     matrix_mb = n * dim * 8 / 2**20
-    return int(800 + 300 * threads + matrix_mb * (1 + 0.5 * threads))
+    per_worker_mb = 300 + 10 * n * classes * 8 / 2**20
+    return int(1000 + matrix_mb + threads * per_worker_mb)
