@@ -21,6 +21,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/experiments.smk"
+include: "workflow/rules/shards.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 

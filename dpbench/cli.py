@@ -4,6 +4,7 @@
     dpbench check-config [--configfile FILE ...]       validate (exit 2 with the offending key)
     dpbench summary results/vdm2020/fig1a/dpsgd.parquet   mean ± std per series and x, plus provenance
     dpbench run vdm2020 fig1a loss_perturbation [--out FILE] [--jobs N]   one series without Snakemake
+    dpbench plan [--configfile FILE ...] [--cores N]  jobs, cells, projected CPU-hours and wall time of a run
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _config(args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("figures", "check-config", "run"):
+    for name in ("figures", "check-config", "run", "plan"):
         p = sub.add_parser(name)
         p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
     sub.choices["run"].add_argument("study")
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["run"].add_argument("series")
     sub.choices["run"].add_argument("--out")
     sub.choices["run"].add_argument("--jobs", type=int, default=1)
+    sub.choices["plan"].add_argument("--cores", type=int, default=None, help="cores to project on (default: all)")
     p = sub.add_parser("summary")
     p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
@@ -43,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
                 spec = STUDIES[s].figure(f)
                 series = STUDIES[s].series(config["studies"][s], f)
                 print(f"{s}/{f}\t{config['figures_dir']}/{s}/{f}.png\t{spec.title}\tseries: {', '.join(series)}")
+        elif args.cmd == "plan":
+            import os
+
+            from dpbench.plan import report
+
+            print(report(_config(args), args.cores or os.cpu_count() or 1))
         elif args.cmd == "check-config":
             _config(args)
             print("config OK")

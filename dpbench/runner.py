@@ -126,18 +126,23 @@ def compute_cells(config: dict, study_name: str, split: str, method_name: str, c
     return results
 
 
-def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jobs: int = 1) -> dict:
+def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jobs: int = 1,
+         settings: set | None = None, known: dict | None = None) -> dict:
     """Cross-validate the method's tuned hyper-parameter separately for each (setting, ε, δ) of the figure.
 
     Returns {(setting, ε, δ): (chosen value, its mean validation accuracy)}. A point whose method
     overrides fix the tuned parameter (e.g. λ on the x axis of vdm2020 Fig. 6a) and a config with
-    ``cross_validation.enabled: false`` use the fixed value (validation accuracy nan)."""
+    ``cross_validation.enabled: false`` use the fixed value (validation accuracy nan). ``settings`` limits
+    the points to those settings; ``known`` ({cell key: record}, e.g. from tuning shards) serves validation
+    cells before the cache."""
     st = get_study(study_name)
     cfg = config["studies"][study_name]
     cvc = cfg["cross_validation"]
     plan: dict = {}
     fixed: dict = {}
     for p in st.points(cfg, figure_name):
+        if settings is not None and p.setting not in settings:
+            continue
         method = st.make_method(cfg, method_name, **dict(p.method))
         if method.tuned is None or method.supports(p.epsilon, p.delta, cvc["budget"]) is not None:
             continue
@@ -152,9 +157,12 @@ def tune(config: dict, study_name: str, figure_name: str, method_name: str, n_jo
                              for r in range(cvc["repetitions"])] for v in st.tuning_grid(cfg, method)}
     chosen = dict(fixed)
     if plan:
-        res = compute_cells(config, study_name, "validation", method_name,
-                            [sc for by_value in plan.values() for cs in by_value.values() for sc in cs], n_jobs,
-                            label=f"{study_name}/{figure_name}/{method_name} tuning")
+        todo = [sc for by_value in plan.values() for cs in by_value.values() for sc in cs]
+        if known is not None and all(c.key in known for _, c in todo):
+            res = known
+        else:
+            res = compute_cells(config, study_name, "validation", method_name, todo, n_jobs,
+                                label=f"{study_name}/{figure_name}/{method_name} tuning")
         for key, by_value in plan.items():
             scores = [(np.mean([res[c.key]["accuracy"] for _, c in cs]), v) for v, cs in by_value.items()]
             best = max(scores, key=lambda s: s[0])  # first of the best: grids are ascending
@@ -174,8 +182,12 @@ def preprocessing_columns(st, cfg: dict, point) -> dict:
 
 
 def run_series(config: dict, study_name: str, figure_name: str, method_name: str, out: str | Path | None = None,
-               n_jobs: int | None = None) -> pd.DataFrame:
-    """Compute one series of one figure and (optionally) write its Parquet file."""
+               n_jobs: int | None = None, select=None, tuning_results: dict | None = None) -> pd.DataFrame:
+    """Compute one series of one figure and (optionally) write its Parquet file.
+
+    ``select(point, rep)`` keeps a part of the series (a shard, see ``dpbench.shards``): its rows then carry
+    their position in the whole series in an ``_order`` column; ``tuning_results`` are validation cells
+    computed elsewhere (the series' tuning shards)."""
     _setup_logging()
     st = get_study(study_name)
     cfg = config["studies"][study_name]
@@ -190,11 +202,15 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     if method_name not in spec.methods:
         raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
                          f"known: {list(spec.methods)}")
-    chosen = tune(config, study_name, figure_name, method_name, n_jobs)
     reps = cfg["repetitions"]
+    points = st.points(cfg, figure_name)
+    wanted = None if select is None else {p.setting for p in points for r in range(reps) if select(p, r)}
+    chosen = tune(config, study_name, figure_name, method_name, n_jobs, settings=wanted, known=tuning_results)
     plan = []
     methods, problems = {}, {}
-    for p in st.points(cfg, figure_name):
+    for i, p in enumerate(points):
+        if wanted is not None and p.setting not in wanted:
+            continue
         if p.setting not in methods:
             methods[p.setting] = st.make_method(cfg, method_name, **dict(p.method))
             problems[p.setting] = st.problem(config, cfg, "test", **dict(p.problem))
@@ -203,13 +219,15 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             continue
         tuned, val_acc = chosen.get((p.setting, p.epsilon, p.delta), (None, np.nan))
         for r in range(reps):
+            if select is not None and not select(p, r):
+                continue
             plan.append((p, r, tuned, val_acc, method, problem,
-                         method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r)))
+                         method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r), i * reps + r))
     t0 = time.perf_counter()
-    res = compute_cells(config, study_name, "test", method_name, [(p.setting, c) for p, *_, c in plan], n_jobs,
+    res = compute_cells(config, study_name, "test", method_name, [(p.setting, c) for p, *_, c, _ in plan], n_jobs,
                         label=f"{study_name}/{figure_name}/{method_name}")
     rows = []
-    for p, r, tuned, val_acc, method, problem, cell in plan:
+    for p, r, tuned, val_acc, method, problem, cell, _ in plan:
         rec = res[cell.key]
         rows.append({
             "study": study_name, "figure": figure_name, "series": method_name, "method": method_name,
@@ -231,6 +249,8 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             "seed": config["seed"], "cell_key": cell.key,
         })
     df = pd.DataFrame(rows)
+    if select is not None:
+        df["_order"] = [o for *_, o in plan]
     log.info("%s/%s/%s: done in %.1fs (%d rows)", study_name, figure_name, method_name,
              time.perf_counter() - t0, len(df))
     if out is not None:

@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from dpbench import shards  # noqa: F401  (the rules call W.shards)
 from dpbench.config import validate_config
 from dpbench.studies import STUDIES
 
@@ -171,10 +172,37 @@ def job_dataset(config: dict, study: str, out: str, log: str) -> None:
 
 
 def job_series(config: dict, study: str, figure: str, series: str, out: str, threads: int, log: str) -> None:
+    """Compute the series, or with sharding gather its final shards (one atomic write either way)."""
+    from dpbench import shards
     from dpbench.runner import run_series
 
     with log_to(log):
-        run_series(config, study, figure, series, out, n_jobs=threads)
+        parts = shards.shard_files(config, study, figure, series, "f")
+        if not parts:
+            run_series(config, study, figure, series, out, n_jobs=threads)
+            return
+        import os
+
+        from dpbench.results import provenance, write_parquet
+
+        write_parquet(shards.gather(parts), out, provenance(config, study=study, figure=figure, series=series,
+                                                            shards=len(parts), n_jobs=threads,
+                                                            cpu_count=os.cpu_count()))
+
+
+def job_shard(config: dict, study: str, figure: str, series: str, shard: str, inputs: list[str], out: str,
+              threads: int, log: str) -> None:
+    """One shard of a series (``dpbench.shards``): its own Parquet, gathered by the series job."""
+    import os
+
+    from dpbench import shards
+    from dpbench.results import provenance, write_parquet
+
+    with log_to(log):
+        df = shards.run_shard(config, study, figure, series, shard, n_jobs=threads,
+                              tuning_paths=[p for p in inputs if "/shards/" in p])
+        write_parquet(df, out, provenance(config, study=study, figure=figure, series=series, shard=shard,
+                                          n_jobs=threads, cpu_count=os.cpu_count()))
 
 
 def job_series_group(config: dict, study: str, figure: str, out: str, threads: int, log: str) -> None:
@@ -222,3 +250,98 @@ def job_anchors(config: dict, study: str, inputs: list[str], out_parquet: str, o
 
     with log_to(log):
         run_anchor_checks(config, study, inputs, out_parquet, out_html)
+
+
+# -- resources (dpbench.costs): threads, mem_mb and runtime of every job ----------------------------------------
+
+
+def _vdm_like(study: str) -> bool:
+    from dpbench import shards
+
+    return shards.shardable({}, study)
+
+
+def _points_settings(config: dict, study: str, figure: str) -> list:
+    st = STUDIES[study]
+    return list(dict.fromkeys(p.setting for p in st.points(config["studies"][study], figure)))
+
+
+def series_cpu_s(config: dict, study: str, figure: str, series: str) -> float:
+    """Projected CPU-seconds of a whole series (tuning and final cells)."""
+    from dpbench import costs, shards
+
+    if not _vdm_like(study):
+        return costs.study_series_cpu_s(config, study, figure)[0]
+    sp = shards.plan(config, study, figure, series)
+    return sum(s.cpu_s for s in sp.all)
+
+
+def _mem_mb(config: dict, study: str, figure: str, series: str, threads: int, settings=None) -> int:
+    from dpbench import costs
+
+    if not _vdm_like(study):
+        return 2000 + 500 * threads
+    cfg = config["studies"][study]
+    settings = settings if settings is not None else _points_settings(config, study, figure)
+    return max(costs.vdm2020_mem_mb(cfg, dict(s[0]), threads) for s in settings)
+
+
+def series_resources(config: dict, study: str, figure: str, series: str, threads: int) -> dict:
+    """Resources of a series job (a gather of its shards when the series is sharded)."""
+    from dpbench import costs, shards
+
+    name = f"{study}/{figure}/{series}"
+    if shards.shard_files(config, study, figure, series):
+        return costs.job_resources(config, 0.0, threads, mem_mb=2000, name=name)
+    return costs.job_resources(config, series_cpu_s(config, study, figure, series), threads,
+                               mem_mb=_mem_mb(config, study, figure, series, threads), name=name)
+
+
+def figure_resources(config: dict, study: str, figure: str, threads: int) -> dict:
+    """Resources of a grouped job (every series of a figure, ``group_series: true``)."""
+    from dpbench import costs
+
+    names = series_names(config, study, figure)
+    return costs.job_resources(config, sum(series_cpu_s(config, study, figure, m) for m in names), threads,
+                               mem_mb=max(_mem_mb(config, study, figure, m, threads) for m in names),
+                               name=f"{study}/{figure}/{GROUPED}")
+
+
+def shard_resources(config: dict, study: str, figure: str, series: str, shard: str, threads: int) -> dict:
+    from dpbench import costs, shards
+
+    sp = shards.plan(config, study, figure, series)
+    s = sp.get(shard)
+    if shard.startswith("f"):
+        settings = [sp.settings[u[0]] for u in s.units]
+    else:
+        settings = [sp.tuning_keys[u[0]][0] for u in s.units]
+    return costs.job_resources(config, s.cpu_s, threads,
+                               mem_mb=_mem_mb(config, study, figure, series, threads, settings),
+                               name=f"{study}/{figure}/{series}/{shard}")
+
+
+def shard_threads(config: dict, study: str, figure: str, series: str, shard: str) -> int:
+    """A shard's threads: the series' threads, but not more than its groups of cells can use."""
+    from dpbench import shards
+
+    n = series_threads(config, study, figure, series)
+    s = shards.plan(config, study, figure, series).get(shard)
+    units = sum(r1 - r0 for *_, r0, r1 in s.units)
+    return max(1, min(n, units))
+
+
+#: Resources of the light jobs (data preparation, plots, anchor checks, the privacy table).
+LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure": {"mem_mb": 2000, "runtime": 15},
+         "anchors": {"mem_mb": 2000, "runtime": 15}, "privacy_table": {"mem_mb": 1000, "runtime": 10}}
+
+
+def light_resources(config: dict, rule: str) -> dict:
+    """Fixed resources of a light rule; ``resources.overrides`` matches the rule name."""
+    import fnmatch
+
+    out = dict(LIGHT[rule])
+    for pattern, values in ((config.get("resources") or {}).get("overrides") or {}).items():
+        if fnmatch.fnmatchcase(rule, pattern):
+            out.update({k: int(v) for k, v in values.items()})
+    return out

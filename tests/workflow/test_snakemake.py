@@ -22,6 +22,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 
 def write_config(tmp_path: Path, data_dir: Path, **study_overrides) -> Path:
     cfg = {"results_dir": "results", "figures_dir": "figures", "cache_dir": "results/cache",
+           "sharding": {"enabled": False},  # one job per series here; shards: test_sharded_dag
            "data": {"cache_dir": str(data_dir), "mnist_source": "substitute", "covertype_source": "substitute",
                     "protein_source": "substitute", "kddcup99_source": "substitute",
                     "diabetes_source": "substitute"},
@@ -52,6 +53,18 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     series_jobs = [line for line in out.splitlines() if line.strip().startswith("wildcards:") and "series=" in line]
     assert len(series_jobs) == 5  # the δ = 0 series of fig2a; DP-SGD does not support δ = 0
     assert "rule anchors" not in out and "fig1a" not in out
+
+
+def test_sharded_dag(tmp_path, data_dir):
+    """With sharding (the default), a series is gathered from tuning and final shard jobs."""
+    config = write_config(tmp_path, data_dir, repetitions=3)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 1e-6}
+    config.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path, config, "-n", "results/vdm2020/fig1a/loss_perturbation.parquet").stdout
+    shard_jobs = [line for line in out.splitlines() if "shards/loss_perturbation/" in line and "output:" in line]
+    assert len(shard_jobs) == 2 * 2 + 2 * 3  # tuning: (epsilon, lambda); final: (epsilon, repetition)
+    assert "rule series:" in out or "localrule series:" in out
 
 
 def test_group_series_runs_one_job_per_figure(tmp_path, data_dir):

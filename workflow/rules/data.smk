@@ -7,6 +7,8 @@ rule dataset:
         f"{RES}/{{study}}/dataset.json",
     params:
         signature=lambda w: W.dataset_signature(CONFIG, w.study),
+    resources:
+        **W.light_resources(CONFIG, "dataset"),
     log:
         f"{RES}/logs/{{study}}/dataset.log",
     run:

@@ -6,6 +6,7 @@
 rule series:
     input:
         f"{RES}/{{study}}/dataset.json",
+        lambda w: W.shards.shard_files(CONFIG, w.study, w.figure, w.series, "f"),  # [] unless sharded
     output:
         f"{RES}/{{study}}/{{figure}}/{{series}}.parquet",
     wildcard_constraints:
@@ -15,6 +16,9 @@ rule series:
     params:
         signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
     threads: lambda w: W.series_threads(CONFIG, w.study, w.figure, w.series)  # Snakemake caps it at --cores
+    resources:
+        mem_mb=lambda w, threads: W.series_resources(CONFIG, w.study, w.figure, w.series, threads)["mem_mb"],
+        runtime=lambda w, threads: W.series_resources(CONFIG, w.study, w.figure, w.series, threads)["runtime"],
     log:
         f"{RES}/logs/{{study}}/{{figure}}/{{series}}.log",
     run:
@@ -33,6 +37,9 @@ rule series_group:
     params:
         signature=lambda w: W.figure_signature(CONFIG, w.study, w.figure),
     threads: lambda w: W.figure_threads(CONFIG, w.study, w.figure)
+    resources:
+        mem_mb=lambda w, threads: W.figure_resources(CONFIG, w.study, w.figure, threads)["mem_mb"],
+        runtime=lambda w, threads: W.figure_resources(CONFIG, w.study, w.figure, threads)["runtime"],
     log:
         f"{RES}/logs/{{study}}/{{figure}}/{W.GROUPED}.log",
     run:

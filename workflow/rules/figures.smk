@@ -11,6 +11,8 @@ rule figure:
         figure="(fig|table)[A-Za-z0-9_]+|[a-z]+_vs_[a-z]+",  # figN / tableN / <y>_vs_<x> (estimation)
     params:
         caption=lambda w: W.caption_rst(CONFIG, w.study, w.figure),
+    resources:
+        **W.light_resources(CONFIG, "figure"),
     log:
         f"{RES}/logs/{{study}}/{{figure}}.plot.log",
     run:

@@ -7,6 +7,8 @@ rule anchors:
     output:
         parquet=f"{RES}/{{study}}/anchors.parquet",
         html=report(f"{FIG}/{{study}}/anchors.html", caption="../report/anchors.rst", category="{study}"),
+    resources:
+        **W.light_resources(CONFIG, "anchors"),
     log:
         f"{RES}/logs/{{study}}/anchors.log",
     run:
@@ -19,6 +21,8 @@ rule privacy_table:
         html=report(f"{FIG}/privacy_as_labelled.html", caption="../report/privacy.rst", category="privacy as labelled"),
     params:
         signature=lambda w: W.privacy_table_signature(CONFIG),
+    resources:
+        **W.light_resources(CONFIG, "privacy_table"),
     log:
         f"{RES}/logs/privacy_as_labelled.log",
     run:
