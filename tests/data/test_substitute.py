@@ -116,7 +116,7 @@ def test_inconsistent_cache_is_regenerated(tmp_path, gen):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "flip"])
-def test_corrupt_cache_is_reported_and_rebuilt(tmp_path, gen, caplog, damage):
+def test_corrupt_cache_is_reported_and_rebuilt(tmp_path, gen, dpbench_log, damage):
     load_substitute(tmp_path, n_train=40, n_test=20, seed=0)
     folder = substitute_cache_dir(tmp_path, 0)
     path = folder / "X_train.npy"
@@ -127,9 +127,9 @@ def test_corrupt_cache_is_reported_and_rebuilt(tmp_path, gen, caplog, damage):
         path.write_bytes(np.random.default_rng(0).bytes(len(data)))
     else:  # same size, same header, one pixel changed: only the content hash sees it
         path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
-    with caplog.at_level("WARNING"):
+    with dpbench_log.at_level("WARNING"):
         raw = load_substitute(tmp_path, n_train=40, n_test=20, seed=0)
-    assert str(folder) in caplog.text and "corrupt" in caplog.text
+    assert str(folder) in dpbench_log.text and "corrupt" in dpbench_log.text
     np.testing.assert_array_equal(raw.X_train, gen.images("train", 0, 40)[0])
 
 
