@@ -13,7 +13,8 @@ configfile: os.path.join(workflow.basedir, "config.yaml")  # the paper grids; --
 
 import dpbench.workflow as W
 
-CONFIG = W.validated(config)  # an invalid config fails here, naming the key, before any job runs
+# an invalid config fails here, naming the key, before any job runs (the files are re-read strictly)
+CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
 RES = CONFIG["results_dir"]
 FIG = CONFIG["figures_dir"]
 

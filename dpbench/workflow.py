@@ -8,13 +8,20 @@ from __future__ import annotations
 import json
 import re
 
-from dpbench.config import validate_config
+from dpbench.config import check_writable, load_yaml, validate_config
 from dpbench.studies import STUDIES
 
 
-def validated(config: dict) -> dict:
-    """Validate the Snakemake config (raises ConfigError naming the key, before any job is scheduled)."""
-    return validate_config(dict(config))
+def validated(config: dict, files=()) -> dict:
+    """Validate the Snakemake config (raises ConfigError naming the key, before any job is scheduled).
+    ``files``: the config files Snakemake merged; each is read again strictly (:func:`dpbench.config.load_yaml`),
+    because Snakemake's own YAML reading keeps the last of duplicated keys silently. The folders the run
+    writes are checked for writability (:func:`dpbench.config.check_writable`)."""
+    for f in files:
+        load_yaml(f)
+    config = validate_config(dict(config))
+    check_writable(config)
+    return config
 
 
 def figures(config: dict) -> list[tuple[str, str]]:
