@@ -16,6 +16,7 @@ import dpbench.workflow as W
 # an invalid config fails here, naming the key, before any job runs (the files are re-read strictly)
 CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
 RES = CONFIG["results_dir"]
+W.remove_damaged_results(CONFIG)  # a truncated or garbage result Parquet becomes a missing target: rebuilt
 FIG = CONFIG["figures_dir"]
 
 report: "workflow/report/workflow.rst"

@@ -24,6 +24,13 @@ def validated(config: dict, files=()) -> dict:
     return config
 
 
+def remove_damaged_results(config: dict) -> list:
+    """:func:`dpbench.results.remove_damaged_results` on the run's results folder (not its cache)."""
+    from dpbench.results import remove_damaged_results as remove
+
+    return remove(config["results_dir"], skip=config["cache_dir"])
+
+
 def figures(config: dict) -> list[tuple[str, str]]:
     return [(s, f) for s, cfg in config["studies"].items() for f in STUDIES[s].figure_names(cfg)]
 
@@ -53,8 +60,12 @@ def study_series_files(config: dict, study: str) -> list[str]:
 
 
 def all_targets(config: dict) -> list[str]:
+    """Targets of ``rule all``: every figure, every study's anchor table and every result Parquet. The Parquet
+    files are targets in their own right (not mere inputs of the figures), so one that was deleted is rebuilt
+    by the next run even though the figure drawn from it is up to date."""
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
     out += [f"{config['figures_dir']}/{s}/anchors.html" for s in config["studies"]]
+    out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     return out
 
 
