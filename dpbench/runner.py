@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods import Cell, Context
+from dpbench.methods.base import check_unit_ball
 from dpbench.results import provenance, write_parquet
 from dpbench.store import Store, content_key
 from dpbench.studies import study as get_study
@@ -72,6 +73,7 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
             todo = [c for c in cells if not store.has_cell(c.key, CELL_FIELDS)]
             if todo:
                 problem = st.problem(config, cfg, split, **dict(setting[0]))
+                check_unit_ball(problem)  # finite rows, ‖x‖ ≤ 1: what every method's privacy bound assumes
                 method = st.make_method(cfg, method_name, **dict(setting[1]))
                 t0 = time.perf_counter()
                 records = method.run_group(problem, todo, Context(store=store, seed=config["seed"]))
