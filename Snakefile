@@ -13,10 +13,15 @@ configfile: os.path.join(workflow.basedir, "config.yaml")  # the paper grids; --
 
 import dpbench.workflow as W
 
-# an invalid config fails here, naming the key, before any job runs (the files are re-read strictly)
-CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
+if workflow.is_main_process:
+    # an invalid config fails here, naming the key, before any job runs (the files are re-read strictly and the
+    # output folders checked for writability); a truncated or garbage result Parquet is removed, so that it is
+    # a missing target and rebuilt. Job subprocesses (which parse this file again) skip these checks.
+    CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
+    W.remove_damaged_results(CONFIG)
+else:
+    CONFIG = dict(config)
 RES = CONFIG["results_dir"]
-W.remove_damaged_results(CONFIG)  # a truncated or garbage result Parquet becomes a missing target: rebuilt
 FIG = CONFIG["figures_dir"]
 
 report: "workflow/report/workflow.rst"

@@ -97,12 +97,17 @@ def remove_damaged_results(results_dir: str | Path, skip: str | Path | None = No
     Result files are written atomically, so a file another job is writing is never seen half-written here."""
     import logging
 
+    import os
+
     root = Path(results_dir)
     skip = Path(skip).resolve() if skip else None
     removed = []
-    if root.is_dir():
-        for f in root.rglob("*.parquet"):
-            if f.name.startswith(".") or (skip is not None and skip in f.resolve().parents):
+    for folder, subdirs, names in os.walk(root):
+        if skip is not None:  # do not walk the (large) cache
+            subdirs[:] = [d for d in subdirs if Path(folder, d).resolve() != skip]
+        for name in names:
+            f = Path(folder, name)
+            if not name.endswith(".parquet") or name.startswith("."):
                 continue
             if not parquet_is_intact(f):
                 logging.getLogger("dpbench").warning("result file %s is damaged (not a complete Parquet file); "

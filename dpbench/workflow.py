@@ -60,11 +60,12 @@ def study_series_files(config: dict, study: str) -> list[str]:
 
 
 def all_targets(config: dict) -> list[str]:
-    """Targets of ``rule all``: every figure, every study's anchor table and every result Parquet. The Parquet
+    """Targets of ``rule all``: every figure, the anchor table of every study with a figure enabled, and every
+    result Parquet. The Parquet
     files are targets in their own right (not mere inputs of the figures), so one that was deleted is rebuilt
     by the next run even though the figure drawn from it is up to date."""
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
-    out += [f"{config['figures_dir']}/{s}/anchors.html" for s in config["studies"]]
+    out += [f"{config['figures_dir']}/{s}/anchors.html" for s in sorted({s for s, _ in figures(config)})]
     out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     return out
 
