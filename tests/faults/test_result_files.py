@@ -39,6 +39,6 @@ def test_deleted_and_damaged_results_are_rebuilt(tmp_path, data_dir):
     log = again.stdout + again.stderr
     assert "Nothing to be done" not in log
     assert f"result file {damaged.relative_to(tmp_path)} is damaged" in log
-    for p, df in want.items():
-        pd.testing.assert_frame_equal(pd.read_parquet(p), df)
+    for p, df in want.items():  # identical values (the wall-clock runtime column aside)
+        pd.testing.assert_frame_equal(pd.read_parquet(p).drop(columns=["runtime_s"]), df.drop(columns=["runtime_s"]))
     assert cell_files(tmp_path) == cells  # rebuilt from the cell cache: no cell recomputed
