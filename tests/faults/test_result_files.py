@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from dpbench.config import DEFAULT_CONFIG_PATH, load_config
 from tests.conftest import TINY
 from tests.workflow.test_snakemake import cell_files, snakemake
+
+pytestmark = pytest.mark.slow  # two workflow runs
 
 
 def _config(root: Path, data_dir: Path) -> Path:

@@ -76,6 +76,7 @@ RUN_FIGURES = {"fig2a": {}, "fig4": {"methods": ["subsample_aggregate", "non_pri
                "fig7b": {"methods": ["subsample_aggregate_mlp", "non_private_mlp"]}}
 
 
+@pytest.mark.slow  # a whole tiny workflow (every study) plus the report: the longest test of the suite
 def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
     figs = {f: ({**v, **RUN_FIGURES[f]} if f in RUN_FIGURES else None)
             for f, v in TINY["studies"]["vdm2020"]["figures"].items()}
