@@ -13,7 +13,14 @@ configfile: os.path.join(workflow.basedir, "config.yaml")  # the paper grids; --
 
 import dpbench.workflow as W
 
-CONFIG = W.validated(config)  # an invalid config fails here, naming the key, before any job runs
+if workflow.is_main_process:
+    # an invalid config fails here, naming the key, before any job runs (the files are re-read strictly and the
+    # output folders checked for writability); a truncated or garbage result Parquet is removed, so that it is
+    # a missing target and rebuilt. Job subprocesses (which parse this file again) skip these checks.
+    CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
+    W.remove_damaged_results(CONFIG)
+else:
+    CONFIG = dict(config)
 RES = CONFIG["results_dir"]
 FIG = CONFIG["figures_dir"]
 

@@ -55,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
             _config(args)
             print("config OK")
         elif args.cmd == "run":
+            from dpbench.config import check_writable
             from dpbench.runner import run_series
 
-            df = run_series(_config(args), args.study, args.figure, args.series, args.out, n_jobs=args.jobs)
+            config = _config(args)
+            check_writable(config)
+            df = run_series(config, args.study, args.figure, args.series, args.out, n_jobs=args.jobs)
             print(df.groupby("x")["value"].agg(["mean", "std", "count"]).to_string())
         elif args.cmd == "summary":
             import pandas as pd
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"\n{f}: config {meta.get('config_hash')}, git {meta.get('git_revision')}, "
                           f"created {meta.get('created')} on {meta.get('host')}")
                     print("  packages: " + json.dumps(meta.get("packages", {})))
-    except (ConfigError, ValueError, FileNotFoundError) as exc:
+    except (ConfigError, ValueError, OSError) as exc:  # OSError: e.g. a folder that became unwritable
         print(f"dpbench: error: {exc}", file=sys.stderr)
         return 2
     return 0

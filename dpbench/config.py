@@ -4,6 +4,10 @@ A configuration is validated in full before any compute: first against the JSON 
 ``workflow/schemas/config.schema.yaml`` (types, ranges, unknown keys), then by the study modules
 (cross-field rules). Every error names the offending key as a dotted path, e.g.
 ``studies.vdm2020.figures.fig1a.epsilons[2]: -1 is less than or equal to the minimum of 0``.
+Files are read strictly (:func:`load_yaml`): a YAML syntax error names the file and line, a key repeated in one
+mapping is rejected, and a top level that is not a mapping is an error. NaN and infinite numbers are rejected
+anywhere in the config (ε, δ, λ, ranges, ...), and every repetition/trial count has a documented maximum
+(10 000; the canary audit's trials 1 000 000), so a typo such as ``1e10`` fails at start-up.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import yaml
@@ -23,8 +28,62 @@ class ConfigError(ValueError):
     """An invalid configuration; the message names the key."""
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that rejects a key repeated in one mapping (YAML would silently keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r} (first at line {seen[key] + 1})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(path: str | Path) -> dict:
+    """The mapping in YAML file ``path``, read strictly: a syntax error, a duplicated key or a top level that
+    is not a mapping raises :class:`ConfigError` naming the file and line."""
+    try:
+        with open(path) as fh:
+            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
+        what = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x) or str(exc)
+        raise ConfigError(f"invalid config: {where}: {what}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid config: {path}: the top level must be a mapping of keys, "
+                          f"got a {type(data).__name__}")
+    return data
+
+
+def _non_finite(obj, path: str = ""):
+    """The dotted path of the first NaN or infinite number in ``obj``, or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "<config>"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if (bad := _non_finite(v, f"{path}.{k}" if path else str(k))) is not None:
+                return bad
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            if (bad := _non_finite(v, f"{path}[{i}]")) is not None:
+                return bad
+    return None
+
+
 def deep_merge(base: dict, override: dict) -> dict:
     """Recursively merge ``override`` into a copy of ``base`` (as Snakemake does with --configfile)."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        bad = override if isinstance(base, dict) else base
+        raise ConfigError(f"invalid config: the top level must be a mapping of keys, got a {type(bad).__name__}")
     out = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
@@ -53,6 +112,10 @@ def validate_config(config: dict) -> dict:
     """Validate ``config``; raise :class:`ConfigError` naming the first bad key. Returns ``config``."""
     import jsonschema
 
+    if not isinstance(config, dict):
+        raise ConfigError(f"invalid config: the top level must be a mapping of keys, got a {type(config).__name__}")
+    if (bad := _non_finite(config)) is not None:  # JSON schema bounds let NaN through and accept infinity
+        raise ConfigError(f"invalid config: {bad}: {_value_at(config, bad)!r} is not a finite number")
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
     if errors:
@@ -71,16 +134,49 @@ def validate_config(config: dict) -> dict:
     return config
 
 
+def _value_at(config: dict, dotted: str):
+    import re
+
+    obj = config
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", dotted):
+        obj = obj[int(index)] if index else obj[name]
+    return obj
+
+
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
-    """Load ``config.yaml`` (or the first path) and merge later paths and ``overrides`` on top."""
+    """Load ``config.yaml`` (or the first path) and merge later paths and ``overrides`` on top (each file read
+    by :func:`load_yaml`: syntax errors and duplicated keys are errors naming the file and line)."""
     paths = paths or (DEFAULT_CONFIG_PATH,)
     config: dict = {}
     for p in paths:
-        with open(p) as fh:
-            config = deep_merge(config, yaml.safe_load(fh) or {})
+        config = deep_merge(config, load_yaml(p))
     if overrides:
         config = deep_merge(config, overrides)
     return validate_config(config)
+
+
+def check_writable(config: dict) -> None:
+    """Make sure the folders a run writes (results, figures, cache, data cache) accept a file (or, if they do
+    not exist yet, that their nearest existing ancestor does; nothing is created); raise :class:`ConfigError` naming the config key and the path otherwise -- before any
+    compute, rather than a PermissionError at the first write hours later."""
+    import tempfile
+
+    for key in ("results_dir", "cache_dir", "figures_dir", "data.cache_dir"):
+        value = config.get(key) if "." not in key else (config.get("data") or {}).get("cache_dir")
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        probe = path  # the folder itself or, if it does not exist yet, the nearest existing ancestor
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        try:
+            if not probe.is_dir():
+                raise NotADirectoryError(20, f"{probe} is not a folder")
+            with tempfile.NamedTemporaryFile(dir=probe, prefix=".dpbench-write-check."):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"invalid config: {key}: cannot write to {path} "
+                              f"({exc.strerror or type(exc).__name__}); choose a writable folder") from None
 
 
 def config_hash(config: dict) -> str:

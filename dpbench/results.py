@@ -72,6 +72,51 @@ def read_metadata(path: str | Path) -> dict:
     return json.loads(md.get(b"dpbench", b"{}"))
 
 
+def parquet_is_intact(path: str | Path) -> bool:
+    """Whether ``path`` has the structure of a complete Parquet file: the ``PAR1`` magic at both ends and a
+    footer length that fits the file (a truncated or overwritten file fails; cheap: reads 12 bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size < 12:
+                return False
+            fh.seek(0)
+            head = fh.read(4)
+            fh.seek(size - 8)
+            tail = fh.read(8)
+    except OSError:
+        return False
+    footer = int.from_bytes(tail[:4], "little")
+    return head == b"PAR1" and tail[4:] == b"PAR1" and footer + 12 <= size
+
+
+def remove_damaged_results(results_dir: str | Path, skip: str | Path | None = None) -> list[Path]:
+    """Delete every ``*.parquet`` under ``results_dir`` (but under ``skip``, e.g. the cache) that is not
+    :func:`parquet_is_intact`, logging a warning naming it; returns them. Run at workflow start-up, so a damaged
+    result file is a missing target that Snakemake rebuilds (from the cell cache) instead of an error later.
+    Result files are written atomically, so a file another job is writing is never seen half-written here."""
+    import logging
+
+    import os
+
+    root = Path(results_dir)
+    skip = Path(skip).resolve() if skip else None
+    removed = []
+    for folder, subdirs, names in os.walk(root):
+        if skip is not None:  # do not walk the (large) cache
+            subdirs[:] = [d for d in subdirs if Path(folder, d).resolve() != skip]
+        for name in names:
+            f = Path(folder, name)
+            if not name.endswith(".parquet") or name.startswith("."):
+                continue
+            if not parquet_is_intact(f):
+                logging.getLogger("dpbench").warning("result file %s is damaged (not a complete Parquet file); "
+                                                     "removing it so that it is rebuilt", f)
+                f.unlink(missing_ok=True)
+                removed.append(f)
+    return removed
+
+
 def read_results(*paths: str | Path) -> pd.DataFrame:
     """Concatenate result files (or every ``*.parquet`` under a folder) into one frame."""
     files: list[Path] = []
@@ -82,7 +127,14 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
         files.extend(sorted(p.rglob("*.parquet")) if p.is_dir() else [p])
     if not files:
         raise FileNotFoundError(f"no result files under {', '.join(map(str, paths))}")
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    frames = []
+    for f in files:
+        try:
+            frames.append(pd.read_parquet(f))
+        except Exception as exc:  # pyarrow raises its own error types for damaged files
+            raise ValueError(f"result file {f} is unreadable ({type(exc).__name__}: {exc}); delete it and rerun "
+                             f"the workflow: it is rebuilt from the cell cache") from None
+    return pd.concat(frames, ignore_index=True)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

@@ -25,11 +25,14 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods import Cell, Context
+from dpbench.methods.base import check_unit_ball
 from dpbench.results import provenance, write_parquet
 from dpbench.store import Store, content_key
 from dpbench.studies import study as get_study
 
 log = logging.getLogger("dpbench")
+#: fields every cell record written by :func:`_compute_group` has; a cell lacking one is recomputed.
+CELL_FIELDS = ("variant", "runtime_s")
 
 
 class _CurrentStderr(logging.StreamHandler):
@@ -67,16 +70,17 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
     gkey = content_key(["group", [c.key for c in cells]])
     with threadpool_limits(1) if limit_blas else contextlib.nullcontext():
         with store.lock(gkey):
-            todo = [c for c in cells if not store.has_cell(c.key)]
+            todo = [c for c in cells if not store.has_cell(c.key, CELL_FIELDS)]
             if todo:
                 problem = st.problem(config, cfg, split, **dict(setting[0]))
+                check_unit_ball(problem)  # finite rows, ‖x‖ ≤ 1: what every method's privacy bound assumes
                 method = st.make_method(cfg, method_name, **dict(setting[1]))
                 t0 = time.perf_counter()
                 records = method.run_group(problem, todo, Context(store=store, seed=config["seed"]))
                 per_cell = (time.perf_counter() - t0) / len(todo)
                 for cell, rec in zip(todo, records):
                     store.put_cell(cell.key, {**rec, "runtime_s": per_cell, "variant": problem.variant})
-    return [(c.key, store.get_cell(c.key)) for c in cells]
+    return [(c.key, store.get_cell(c.key, CELL_FIELDS)) for c in cells]
 
 
 def compute_cells(config: dict, study_name: str, split: str, method_name: str, cells: list,
@@ -92,7 +96,7 @@ def compute_cells(config: dict, study_name: str, split: str, method_name: str, c
     jobs = [c if isinstance(c, tuple) else (((), ()), c) for c in cells]
     unique = {c.key: (setting, c) for setting, c in jobs}
     store = Store(config["cache_dir"])
-    results = {k: store.get_cell(k) for k in unique}
+    results = {k: store.get_cell(k, CELL_FIELDS) for k in unique}
     missing = [sc for k, sc in unique.items() if results[k] is None]
     if not missing:
         log.info("%s: %d cells, all cached", label, len(unique))

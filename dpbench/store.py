@@ -7,7 +7,9 @@ Keys are SHA-256 digests of canonical JSON, so two figures that need the same ce
 Writes go to a temporary file in the same folder followed by ``os.replace``: a partially written entry
 never exists. Computations of the same key in concurrent processes (two Snakemake jobs, joblib workers)
 are serialised by an advisory ``flock`` on ``<root>/locks/<k>.lock``; the second waiter finds the entry
-done and loads it. Locks are only ever nested cell-group -> artefact, never the reverse, so no deadlock.
+done and loads it. An entry that cannot be read back (a truncated or garbage cell, a cell that is not a JSON
+object with the caller's required fields, an ``.npz`` failing to load or its zip CRC) is logged as a warning
+naming the file and treated as missing: it is recomputed and replaced, never used. Locks are only ever nested cell-group -> artefact, never the reverse, so no deadlock.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 
 def content_key(obj: Any) -> str:
     """SHA-256 of the canonical JSON of ``obj`` (sorted keys, floats in repr form)."""
@@ -65,6 +70,19 @@ def _sweep_stale_temporaries(path: Path) -> None:
                 stale.unlink()
 
 
+def _read_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of ``path``, or None if it is missing or unreadable (truncated, garbage, a member failing its
+    zip CRC): the latter is logged as a warning naming the file, and the caller recomputes and replaces it."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        log.warning("artefact %s is unreadable (%s: %s); recomputing it", path, type(exc).__name__, exc)
+        return None
+
+
 class Store:
     """The cell and artefact cache rooted at ``root``."""
 
@@ -88,16 +106,29 @@ class Store:
     def cell_path(self, key: str) -> Path:
         return self.root / "cells" / key[:2] / f"{key}.json"
 
-    def get_cell(self, key: str) -> dict | None:
+    def get_cell(self, key: str, require: tuple[str, ...] = ()) -> dict | None:
+        """The record of cell ``key``, or None if it is missing or unusable: an unreadable file (truncated,
+        garbage, not JSON), a record that is not a non-empty JSON object or lacks a ``require``-d field is
+        logged as a warning naming the file and read as missing, so the caller recomputes and overwrites it."""
         path = self.cell_path(key)
         try:
-            with open(path) as fh:
-                return json.load(fh)
+            with open(path, "rb") as fh:
+                rec = json.loads(fh.read().decode("utf-8"))
         except FileNotFoundError:
             return None
+        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            log.warning("cell %s is unreadable (%s: %s); recomputing it", path, type(exc).__name__, exc)
+            return None
+        missing = [k for k in require if k not in rec] if isinstance(rec, dict) else None
+        if not isinstance(rec, dict) or not rec or missing:
+            why = f"lacks {missing}" if missing else f"holds {type(rec).__name__} {str(rec)[:40]!r}"
+            log.warning("cell %s is invalid (%s); recomputing it", path, why)
+            return None
+        return rec
 
-    def has_cell(self, key: str) -> bool:
-        return self.cell_path(key).exists()
+    def has_cell(self, key: str, require: tuple[str, ...] = ()) -> bool:
+        """Whether cell ``key`` holds a usable record (see :meth:`get_cell`)."""
+        return self.get_cell(key, require) is not None
 
     def put_cell(self, key: str, record: dict) -> None:
         atomic_write_bytes(self.cell_path(key), json.dumps(record, default=_json_default).encode())
@@ -123,9 +154,11 @@ class Store:
         if key in self._memo:
             return self._memo[key]
         path = self.artefact_path(key)
-        if not path.exists():
+        arrays = _read_npz(path)
+        if arrays is None:
             with self.lock(key):
-                if not path.exists():
+                arrays = _read_npz(path)
+                if arrays is None:
                     arrays = compute()
                     import io
 
@@ -133,8 +166,7 @@ class Store:
                     np.savez(buf, **arrays)
                     _sweep_stale_temporaries(path)
                     atomic_write_bytes(path, buf.getvalue())
-        with np.load(path) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+                    arrays = _read_npz(path)
         if len(self._memo) > 8:
             self._memo.pop(next(iter(self._memo)))
         self._memo[key] = arrays

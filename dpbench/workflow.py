@@ -10,13 +10,27 @@ import re
 from pathlib import Path
 
 from dpbench import shards  # noqa: F401  (the rules call W.shards)
-from dpbench.config import validate_config
+from dpbench.config import check_writable, load_yaml, validate_config
 from dpbench.studies import STUDIES
 
 
-def validated(config: dict) -> dict:
-    """Validate the Snakemake config (raises ConfigError naming the key, before any job is scheduled)."""
-    return validate_config(dict(config))
+def validated(config: dict, files=()) -> dict:
+    """Validate the Snakemake config (raises ConfigError naming the key, before any job is scheduled).
+    ``files``: the config files Snakemake merged; each is read again strictly (:func:`dpbench.config.load_yaml`),
+    because Snakemake's own YAML reading keeps the last of duplicated keys silently. The folders the run
+    writes are checked for writability (:func:`dpbench.config.check_writable`)."""
+    for f in files:
+        load_yaml(f)
+    config = validate_config(dict(config))
+    check_writable(config)
+    return config
+
+
+def remove_damaged_results(config: dict) -> list:
+    """:func:`dpbench.results.remove_damaged_results` on the run's results folder (not its cache)."""
+    from dpbench.results import remove_damaged_results as remove
+
+    return remove(config["results_dir"], skip=config["cache_dir"])
 
 
 def figures(config: dict) -> list[tuple[str, str]]:
@@ -48,8 +62,13 @@ def study_series_files(config: dict, study: str) -> list[str]:
 
 
 def all_targets(config: dict) -> list[str]:
+    """Targets of ``rule all``: every figure, the anchor table of every study with a figure enabled, and every
+    result Parquet. The Parquet
+    files are targets in their own right (not mere inputs of the figures), so one that was deleted is rebuilt
+    by the next run even though the figure drawn from it is up to date."""
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
-    out += [f"{config['figures_dir']}/{s}/anchors.html" for s in config["studies"]]
+    out += [f"{config['figures_dir']}/{s}/anchors.html" for s in sorted({s for s, _ in figures(config)})]
+    out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
     return out
 

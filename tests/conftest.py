@@ -99,3 +99,17 @@ def tiny_config(tmp_path, data_dir):
                     "protein_source": "substitute", "kddcup99_source": "substitute",
                     "diabetes_source": "substitute"}})
     return load_config(DEFAULT_CONFIG_PATH, overrides=over)
+
+
+@pytest.fixture
+def dpbench_log(caplog):
+    """``caplog`` that also sees the ``dpbench`` logger's records (the runner stops it propagating to the root
+    logger once it has installed its own stderr handler)."""
+    import logging
+
+    logger = logging.getLogger("dpbench")
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)

@@ -1,6 +1,7 @@
 """The dpbench command line."""
 
 import pandas as pd
+import pytest
 
 from dpbench.cli import main
 from dpbench.results import provenance, write_parquet
@@ -41,3 +42,29 @@ def test_summary_of_missing_file_is_a_clear_error(tmp_path, capsys):
 def test_run_rejects_unknown_figure(capsys):
     assert main(["run", "vdm2020", "fig42", "dpsgd"]) == 2
     assert "unknown figure 'fig42'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("seed: [1\n", "line 2"),
+    ("seed: 1\nseed: 2\n", "duplicate key 'seed'"),
+    ("- 1\n", "top level must be a mapping"),
+    ("studies: {vdm2020: {figures: {fig1a: {epsilons: [.nan]}}}}\n", "epsilons[0]: nan is not a finite number"),
+])
+def test_check_config_bad_yaml_is_an_error_not_a_traceback(tmp_path, capsys, text, needle):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert main(["check-config", "--configfile", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_run_with_unwritable_cache_names_the_path_before_any_compute(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"cache_dir: {blocker / 'cache'}\nresults_dir: {tmp_path / 'results'}\n"
+                   f"data: {{cache_dir: {tmp_path / 'data'}, mnist_source: substitute}}\n")  # never the network
+    assert main(["run", "--configfile", str(cfg), "vdm2020", "fig1a", "non_private"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write to {blocker / 'cache'}" in err and "Traceback" not in err
+    assert not (tmp_path / "results").exists()

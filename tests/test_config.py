@@ -57,3 +57,78 @@ def test_unknown_figure_and_method_in_api():
         vdm2020.figure("fig99")
     with pytest.raises(ValueError, match="unknown method 'magic'"):
         REGISTRY.get("magic")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("seed: 1\nseed: 2\n", "line 2, column 1: while constructing a mapping found duplicate key 'seed'"),
+    ("studies:\n  vdm2020:\n    repetitions: 2\n    repetitions: 3\n", "duplicate key 'repetitions'"),
+    ("seed: [1\n", "line 2, column 1"),
+    ("seed: 1\n  bad: indent\n", "line 2"),
+    ("- 1\n- 2\n", "the top level must be a mapping of keys, got a list"),
+    ("just a string\n", "got a str"),
+])
+def test_bad_yaml_names_the_file_and_line(tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(DEFAULT_CONFIG_PATH, path)
+    assert str(path) in str(err.value) and needle in str(err.value)
+
+
+def test_deep_merge_of_a_list_is_a_config_error():
+    from dpbench.config import deep_merge
+
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        deep_merge({"a": 1}, [1, 2])
+
+
+@pytest.mark.parametrize("text, key", [
+    ("studies: {vdm2020: {figures: {fig1a: {epsilons: [.nan]}}}}", "studies.vdm2020.figures.fig1a.epsilons[0]"),
+    ("studies: {vdm2020: {figures: {fig1a: {epsilons: [1.0, .inf]}}}}", "studies.vdm2020.figures.fig1a.epsilons[1]"),
+    ("studies: {vdm2020: {figures: {fig1a: {epsilons: [1.0e+309]}}}}", "studies.vdm2020.figures.fig1a.epsilons[0]"),
+    ("studies: {vdm2020: {figures: {fig1b: {delta: .nan}}}}", "studies.vdm2020.figures.fig1b.delta"),
+    ("studies: {vdm2020: {figures: {fig6a: {lambdas: [.nan]}}}}", "studies.vdm2020.figures.fig6a.lambdas[0]"),
+    ("studies: {estimation: {figures: {mean_vs_d: {epsilon: .nan}}}}", "studies.estimation.figures.mean_vs_d.epsilon"),
+    ("studies: {estimation: {figures: {mean_vs_d: {mean_range: .inf}}}}",
+     "studies.estimation.figures.mean_vs_d.mean_range"),
+    ("studies: {wu2016: {figures: {fig4_1: {epsilons: [.nan]}}}}", "studies.wu2016.figures.fig4_1.epsilons[0]"),
+    ("studies: {song2018: {figures: {fig7_4: {epsilons: [.nan]}}}}", "studies.song2018.figures.fig7_4.epsilons[0]"),
+])
+def test_non_finite_numbers_are_rejected(tmp_path, text, key):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="is not a finite number") as err:
+        load_config(DEFAULT_CONFIG_PATH, path)
+    assert f"invalid config: {key}:" in str(err.value)
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"studies": {"vdm2020": {"repetitions": 10_000_000_000}}}, "studies.vdm2020.repetitions"),
+    ({"studies": {"membership": {"repetitions": 10**6}}}, "studies.membership.repetitions"),
+    ({"studies": {"song2018": {"figures": {"table7_1": {"epsilon": 1.0, "trials": 10**9}}}}},
+     "studies.song2018.figures.table7_1.trials"),
+])
+def test_absurd_repetitions_are_rejected(override, key):
+    with pytest.raises(ConfigError, match="greater than the maximum of 10000") as err:
+        load_config(DEFAULT_CONFIG_PATH, overrides=override)
+    assert key in str(err.value)
+
+
+def test_song2018_chapter7_figures_can_be_disabled():
+    from dpbench.studies import STUDIES
+
+    off = {f: None for f in ("fig7_4", "table7_1", "table7_2", "table7_3", "fig7_5")}
+    cfg = load_config(DEFAULT_CONFIG_PATH, SMOKE, overrides={"studies": {"song2018": {"figures": off}}})
+    names = STUDIES["song2018"].figure_names(cfg["studies"]["song2018"])
+    assert not set(names) & set(off)
+
+
+def test_unwritable_folder_is_named_before_any_compute(tmp_path):
+    from dpbench.config import check_writable
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")  # a file where a folder is needed: unwritable even for root
+    cfg = load_config(DEFAULT_CONFIG_PATH, overrides={"cache_dir": str(blocker / "cache")})
+    with pytest.raises(ConfigError, match="cache_dir: cannot write to") as err:
+        check_writable(cfg)
+    assert str(blocker / "cache") in str(err.value)

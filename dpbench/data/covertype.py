@@ -20,8 +20,8 @@ Features are returned as float32: every value is an integer of magnitude < 2**24
 halves the memory of float64 (the study normalises rows to the unit sphere afterwards).
 
 Parsed-array cache: parsing the CSV takes about a second; the parsed integers are kept next to the download in
-``covtype.data.gz.parsed-<key>.npz`` (key = checksum + parser version; see :mod:`dpbench.data.parsed`), so
-a later load only reads that file.
+``covtype.data.gz.parsed-<key>/`` (key = checksum + parser version; see :mod:`dpbench.data.parsed`), so
+a later load only reads that folder.
 """
 
 from __future__ import annotations

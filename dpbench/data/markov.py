@@ -12,7 +12,8 @@
 Neither original is available offline (the activity data are private, AMPds is download-only), so every
 row, figure and caption made from these arrays says "simulated". Generators draw from
 ``dpbench.rng.generator(seed, key)`` streams keyed by content, so the data depend on (seed, parameters) only.
-Simulated data are cached as ``.npz`` files under ``<cache_dir>/song2018/`` (atomic writes).
+Simulated data are cached under ``<cache_dir>/song2018/``, one :mod:`dpbench.data.cache` entry (folder of ``.npy``
+files plus a validated manifest, written under a lock) per generator and parameters.
 
 All chains are sampled by inverse-CDF lookups on precomputed cumulative transition rows, vectorised across
 chains (one numpy step per time index); a single long chain uses a tight scalar loop (about 1 s per 10⁶ steps).
@@ -21,15 +22,14 @@ chains (one numpy step per time index); a single long chain uses a tight scalar 
 from __future__ import annotations
 
 import bisect
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from dpbench.data.cache import open_entry, save_arrays
 from dpbench.rng import generator
-from dpbench.store import atomic_write_bytes, content_key
+from dpbench.store import content_key
 
 VERSION = "v1"  # bump when a generator changes: it is part of every cache key and dataset variant
 
@@ -292,27 +292,30 @@ def simulate_electricity(seed: int, T: int = 1_051_200) -> ChainData:
 
 
 def _cache_path(cache_dir, name: str, params: dict) -> Path:
-    return Path(cache_dir) / "song2018" / f"{name}-{content_key({'v': VERSION, **params})[:16]}.npz"
+    return Path(cache_dir) / "song2018" / f"{name}-{content_key({'v': VERSION, **params})[:16]}"
 
 
-def _save(path: Path, data: dict[str, ChainData]) -> None:
-    arrays, meta = {}, {}
-    for g, d in data.items():
-        arrays[f"{g}/states"], arrays[f"{g}/lengths"], arrays[f"{g}/owner"] = d.states, d.lengths, d.owner
-        meta[g] = {"name": d.name, "variant": d.variant, "is_substitute": d.is_substitute, "k": d.k,
-                   "state_names": list(d.state_names)}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+def _builder(simulate):
+    def build(tmp: Path, previous) -> dict:
+        data = simulate()
+        arrays, meta = {}, {}
+        for i, (g, d) in enumerate(data.items()):
+            arrays[f"g{i}.states"], arrays[f"g{i}.lengths"], arrays[f"g{i}.owner"] = d.states, d.lengths, d.owner
+            meta[g] = {"file": f"g{i}", "name": d.name, "variant": d.variant, "is_substitute": d.is_substitute,
+                       "k": d.k, "state_names": list(d.state_names)}
+        save_arrays(tmp, arrays)
+        return {"groups": meta}
+    return build
 
 
-def _load(path: Path) -> dict[str, ChainData]:
-    with np.load(path) as z:
-        meta = json.loads(bytes(z["meta"]).decode())
-        return {g: ChainData(name=m["name"], variant=m["variant"], is_substitute=m["is_substitute"], k=m["k"],
-                             states=z[f"{g}/states"], lengths=z[f"{g}/lengths"], owner=z[f"{g}/owner"],
-                             state_names=tuple(m["state_names"])) for g, m in meta.items()}
+def _cached(path: Path, simulate) -> dict[str, ChainData]:
+    """The chains of entry ``path`` (a :mod:`dpbench.data.cache` entry), simulated once if missing or corrupt."""
+    entry = open_entry(path, _builder(simulate), mmap=False, what="simulated chains")
+    a = entry.arrays
+    return {g: ChainData(name=m["name"], variant=m["variant"], is_substitute=m["is_substitute"], k=m["k"],
+                         states=a[f"{m['file']}.states"], lengths=a[f"{m['file']}.lengths"],
+                         owner=a[f"{m['file']}.owner"], state_names=tuple(m["state_names"]))
+            for g, m in entry.meta["groups"].items()}
 
 
 def load_activity(cache_dir, seed: int, persons=(40, 16, 36), observations=(9000, 10000)) -> dict[str, ChainData]:
@@ -320,18 +323,10 @@ def load_activity(cache_dir, seed: int, persons=(40, 16, 36), observations=(9000
     params = {"kind": "activity", "seed": int(seed), "persons": [int(p) for p in persons],
               "observations": [int(o) for o in observations]}
     path = _cache_path(cache_dir, "activity", params)
-    if path.exists():
-        return _load(path)
-    data = simulate_activity(seed, persons, observations)
-    _save(path, data)
-    return data
+    return _cached(path, lambda: simulate_activity(seed, persons, observations))
 
 
 def load_electricity(cache_dir, seed: int, T: int = 1_051_200) -> ChainData:
     """:func:`simulate_electricity`, cached under ``cache_dir/song2018``."""
     path = _cache_path(cache_dir, "electricity", {"kind": "electricity", "seed": int(seed), "T": int(T)})
-    if path.exists():
-        return _load(path)["electricity"]
-    data = simulate_electricity(seed, T)
-    _save(path, {"electricity": data})
-    return data
+    return _cached(path, lambda: {"electricity": simulate_electricity(seed, T)})["electricity"]

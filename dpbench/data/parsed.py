@@ -3,72 +3,64 @@ and a seeded, data-independent train/test split.
 
 The parsed cache of ``folder/NAME`` is ``folder/NAME.parsed-<key>.npz`` where ``key`` is derived from the
 source file's content digest and the parser version, so a changed source (or parser) is re-parsed. It is
-written atomically (temporary file in the same folder, then ``os.replace``); stale caches of the same source
-name are removed once a new one is in place; an unreadable cache is ignored and rewritten.
+one cache entry of :mod:`dpbench.data.cache` (arrays as ``.npy`` plus a manifest with their hashes, written under a
+lock into a temporary folder renamed into place, validated on read); stale caches of the same source name are
+removed once a new one is in place; a corrupt cache is reported and rewritten.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import tempfile
-import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from dpbench.data.cache import open_entry, read_entry, remove_entry, save_arrays, write_entry
 from dpbench.rng import generator
 
 log = logging.getLogger(__name__)
 
 
 def parsed_cache_path(source: str | os.PathLike, key: str) -> Path:
-    """``source.parent / f"{source.name}.parsed-{key}.npz"``."""
+    """``source.parent / f"{source.name}.parsed-{key}"`` (a cache entry folder, see :mod:`dpbench.data.cache`)."""
     source = Path(source)
-    return source.parent / f"{source.name}.parsed-{key}.npz"
+    return source.parent / f"{source.name}.parsed-{key}"
 
 
-def _atomic_savez(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _builder(source: Path, key: str, arrays: Mapping[str, np.ndarray]):
+    def build(tmp: Path, previous) -> dict:
+        save_arrays(tmp, dict(arrays))
+        return {"source": source.name, "key": key}
+    return build
+
+
+def _drop_stale(source: Path, keep: Path) -> None:
+    for old in source.parent.glob(f"{source.name}.parsed-*"):
+        if old != keep and not old.name.startswith("."):
+            remove_entry(old)
 
 
 def read_parsed(source: str | os.PathLike, key: str) -> dict[str, np.ndarray] | None:
-    """The cached arrays of ``source`` under ``key``, or None if there is no readable cache."""
-    path = parsed_cache_path(source, key)
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        log.warning("ignoring unreadable parsed cache %s (%s); parsing the source again", path, exc)
-        return None
+    """The cached arrays of ``source`` under ``key``, or None if there is no valid cache (a corrupt one is
+    reported with a warning naming it)."""
+    entry = read_entry(parsed_cache_path(source, key), mmap=False, what="parsed cache")
+    return None if entry is None else dict(entry.arrays)
 
 
 def write_parsed(source: str | os.PathLike, key: str, arrays: Mapping[str, np.ndarray]) -> Path:
     """Store ``arrays`` as the parsed cache of ``source`` under ``key``; remove caches under other keys."""
+    source = Path(source)
     path = parsed_cache_path(source, key)
-    _atomic_savez(path, arrays)
-    for old in Path(source).parent.glob(f"{Path(source).name}.parsed-*.npz"):
-        if old != path:
-            try:
-                old.unlink()
-            except OSError:  # pragma: no cover - another process may have removed it
-                pass
+    write_entry(path, _builder(source, key, arrays))
+    _drop_stale(source, path)
     return path
 
 
 def drop_parsed(source: str | os.PathLike, key: str) -> None:
     """Remove the parsed cache of ``source`` under ``key`` if it exists."""
-    parsed_cache_path(source, key).unlink(missing_ok=True)
+    remove_entry(parsed_cache_path(source, key))
 
 
 def cached_parse(
@@ -77,21 +69,28 @@ def cached_parse(
     parse: Callable[[Path], dict[str, np.ndarray]],
     verify: Callable[[dict[str, np.ndarray]], None],
 ) -> dict[str, np.ndarray]:
-    """Arrays of ``source``: from the parsed cache under ``key`` if it is readable and passes ``verify``,
+    """Arrays of ``source``: from the parsed cache under ``key`` if it is valid and passes ``verify``,
     otherwise ``parse(source)`` (which must pass ``verify``, else its error propagates and nothing is
-    cached), stored in the cache."""
-    arrays = read_parsed(source, key)
-    if arrays is not None:
+    cached), stored in the cache. Concurrent callers parse once: the others wait for the entry's lock."""
+    source = Path(source)
+    path = parsed_cache_path(source, key)
+
+    def accept(entry) -> bool:
         try:
-            verify(arrays)
-            return arrays
+            verify(dict(entry.arrays))
+            return True
         except ValueError as exc:
-            log.warning("parsed cache of %s fails verification (%s); parsing the source again", source, exc)
-            drop_parsed(source, key)
-    arrays = parse(Path(source))
-    verify(arrays)
-    write_parsed(source, key, arrays)
-    return arrays
+            log.warning("parsed cache %s fails verification (%s); parsing the source again", path, exc)
+            return False
+
+    def build(tmp: Path, previous) -> dict:
+        arrays = parse(source)
+        verify(arrays)
+        return _builder(source, key, arrays)(tmp, previous)
+
+    entry = open_entry(path, build, accept=accept, mmap=False, what="parsed cache")
+    _drop_stale(source, path)
+    return dict(entry.arrays)
 
 
 def seeded_split(n_total: int, n_train: int, seed: int, key: str) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ Verification: no checksum is published for this file, so **the content is verifi
 exactly 145,751 rows, 77 numeric columns, labels in {0, 1}. Every candidate (a cached file, the mirror's file,
 a file extracted from an archive, a download) is written to a temporary file, parsed and verified, and only
 then moved into place with ``os.replace``; a file failing verification never becomes (or stays) the cache
-entry. The parsed arrays are cached in ``bio_train.dat.parsed-<key>.npz`` (key = sha256 of the file + parser
+entry. The parsed arrays are cached in ``bio_train.dat.parsed-<key>/`` (key = sha256 of the file + parser
 version; :mod:`dpbench.data.parsed`).
 """
 

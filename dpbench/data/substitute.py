@@ -39,7 +39,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import shutil
 import time
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
+from dpbench.data.cache import Entry, open_entry
 from dpbench.data.raw import RawSplit
 from dpbench.rng import generator
 
@@ -254,73 +255,63 @@ def substitute_cache_dir(cache_dir: str | os.PathLike, seed: int) -> Path:
     return Path(cache_dir).expanduser() / f"{NAME}-{VERSION}" / h
 
 
-def _atomic_save(path: Path, arr: np.ndarray) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, arr)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _cached_rows(X_path: Path, y_path: Path) -> int:
-    """Number of consistent cached rows of one split (0 if missing or inconsistent)."""
-    try:
-        X = np.load(X_path, mmap_mode="r")
-        y = np.load(y_path, mmap_mode="r")
-    except (OSError, ValueError):
-        return 0
-    if X.ndim != 2 or X.shape[1] != SIZE * SIZE or X.dtype != np.uint8 or y.shape != (X.shape[0],):
-        return 0
-    return int(X.shape[0])
-
-
-def _ensure_split(gen: DeformedDigits, folder: Path, split: str, n: int, n_jobs: int) -> None:
-    """Make ``folder/{X,y}_{split}.npy`` hold at least ``n`` rows, generating only the missing ones."""
-    X_path, y_path = folder / f"X_{split}.npy", folder / f"y_{split}.npy"
-    have = _cached_rows(X_path, y_path)
-    if have >= n:
-        return
+def _build_split(gen: DeformedDigits, tmp: Path, previous: Entry | None, split: str, n: int, n_jobs: int) -> int:
+    """Write ``tmp/{X,y}_{split}.npy`` with ``max(n, rows already cached)`` rows, copying the cached rows of
+    ``previous`` (hard links when nothing is added) and generating only the missing ones. Returns the rows."""
+    have = previous.rows(f"X_{split}") if previous is not None else 0
+    names = (f"X_{split}.npy", f"y_{split}.npy")
+    if have >= n:  # this split is already large enough: reuse its files as they are (never shrink)
+        for name in names:
+            try:
+                os.link(previous.folder / name, tmp / name)
+            except OSError:
+                shutil.copyfile(previous.folder / name, tmp / name)
+        return have
     t0 = time.perf_counter()
-    log.info("generating %s %s examples %d..%d (seed %d) into %s", NAME, split, have, n, gen.seed, folder)
-    # fill a memmapped temporary .npy chunk by chunk, so a large N never sits in memory twice
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".X_{split}.npy.", suffix=".tmp")
-    os.close(fd)
-    try:
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, SIZE * SIZE))
-        y = np.empty(n, dtype=np.int64)
-        if have:
-            old_X, old_y = np.load(X_path, mmap_mode="r"), np.load(y_path)
-            for a in range(0, have, 65536):
-                mm[a : min(a + 65536, have)] = old_X[a : a + 65536]
-            y[:have] = old_y
-            del old_X
-        _, y[have:] = gen.images_uint8(split, have, n, n_jobs=n_jobs, out=mm[have:])
-        mm.flush()
-        del mm
-        _atomic_save(y_path, y)
-        os.replace(tmp, X_path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    log.info("generating %s %s examples %d..%d (seed %d) into %s", NAME, split, have, n, gen.seed, tmp.parent)
+    # fill a memmapped .npy chunk by chunk, so a large N never sits in memory twice
+    mm = np.lib.format.open_memmap(tmp / names[0], mode="w+", dtype=np.uint8, shape=(n, SIZE * SIZE))
+    y = np.empty(n, dtype=np.int64)
+    if have:
+        old_X, old_y = previous.arrays[f"X_{split}"], previous.arrays[f"y_{split}"]
+        for a in range(0, have, 65536):
+            mm[a : min(a + 65536, have)] = old_X[a : a + 65536]
+        y[:have] = old_y[:have]
+    _, y[have:] = gen.images_uint8(split, have, n, n_jobs=n_jobs, out=mm[have:])
+    mm.flush()
+    del mm
+    np.save(tmp / names[1], y)
     log.info("generated %d %s examples in %.1f s", n - have, split, time.perf_counter() - t0)
+    return n
+
+
+def _open_substitute(cache_dir, n_train: int, n_test: int, seed: int, n_jobs: int) -> Entry:
+    folder = substitute_cache_dir(cache_dir, seed)
+    want = {"train": int(n_train), "test": int(n_test)}
+
+    def accept(entry: Entry) -> bool:
+        ok = entry.meta.get("params") == substitute_params(seed)
+        for split, n in want.items():
+            ok = ok and entry.rows(f"X_{split}") >= n and entry.rows(f"y_{split}") == entry.rows(f"X_{split}")
+            ok = ok and entry.manifest["files"][f"X_{split}.npy"]["shape"][1:] == [SIZE * SIZE]
+        return ok
+
+    def build(tmp: Path, previous: Entry | None) -> dict:
+        if previous is not None and previous.meta.get("params") != substitute_params(seed):
+            previous = None
+        gen = DeformedDigits(seed)
+        rows = {split: _build_split(gen, tmp, previous, split, n, n_jobs) for split, n in want.items()}
+        (tmp / "params.json").write_text(json.dumps(substitute_params(seed), indent=1, sort_keys=True))
+        return {"params": substitute_params(seed), "rows": rows}
+
+    return open_entry(folder, build, accept=accept, what="substitute cache")
 
 
 def ensure_substitute(cache_dir: str | os.PathLike, n_train: int, n_test: int, seed: int = 0, *,
                       n_jobs: int = 1) -> Path:
     """Make the cache hold at least ``n_train`` / ``n_test`` examples (generating only missing rows) without
     loading them; returns the cache folder."""
-    folder = substitute_cache_dir(cache_dir, seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = folder / "params.json"
-    if not meta.is_file():
-        meta.write_text(json.dumps(substitute_params(seed), indent=1, sort_keys=True))
-    gen = DeformedDigits(seed)
-    for split, n in (("train", int(n_train)), ("test", int(n_test))):
-        _ensure_split(gen, folder, split, n, n_jobs)
-    return folder
+    return _open_substitute(cache_dir, n_train, n_test, seed, n_jobs).folder
 
 
 def load_substitute(
@@ -334,19 +325,18 @@ def load_substitute(
     """The deformed-digits substitute for MNIST: float32 pixels in [0, 1], D = 784, int64 labels 0..9.
 
     Examples are cached as uint8 under ``cache_dir/deformed-digits-v1/<params-hash>/`` in
-    ``{X_train,y_train,X_test,y_test}.npy`` (written atomically: temporary file + ``os.replace``). Example
-    ``i`` does not depend on the requested size, so the cache holds the largest size asked for so far; a
-    smaller request reads its first rows and a larger one generates only the missing rows.
+    ``{X_train,y_train,X_test,y_test}.npy`` with a ``manifest.json`` (one cache entry of
+    :mod:`dpbench.data.cache`: built under a lock in a temporary folder and renamed into place, validated on
+    read). Example ``i`` does not depend on the requested size, so the cache holds the largest size asked for
+    so far (it never shrinks); a smaller request reads its first rows and a larger one generates only the
+    missing rows.
     """
     if n_train < 1 or n_test < 1:
         raise ValueError(f"n_train and n_test must be positive, got {n_train}, {n_test}")
-    folder = ensure_substitute(cache_dir, n_train, n_test, seed, n_jobs=n_jobs)
+    entry = _open_substitute(cache_dir, n_train, n_test, seed, n_jobs)
     arrays = {}
     for split, n in (("train", int(n_train)), ("test", int(n_test))):
-        X = np.load(folder / f"X_{split}.npy", mmap_mode="r")
-        y = np.load(folder / f"y_{split}.npy", mmap_mode="r")
-        if X.shape[0] < n or y.shape[0] < n:
-            raise ValueError(f"cached substitute in {folder} is inconsistent; delete that folder and rerun")
+        X, y = entry.arrays[f"X_{split}"], entry.arrays[f"y_{split}"]
         arrays[f"X_{split}"] = _to_float(X[:n])
         arrays[f"y_{split}"] = np.array(y[:n], dtype=np.int64)
     return RawSplit(**arrays)

@@ -31,7 +31,9 @@ import math
 
 import numpy as np
 
-from .softmax import EXP_FLOOR, blas_thread_limit, _as_float_matrix, _check_labels, softmax_probabilities
+from dpbench.privacy import _validate as _v
+
+from .softmax import EXP_FLOOR, blas_thread_limit, _as_float_matrix, _check_labels, _check_training, softmax_probabilities
 
 __all__ = ["dpsgd_softmax", "clipped_contributions", "clip_scales", "poisson_batches", "step_batches", "lr_factors"]
 
@@ -189,10 +191,11 @@ def _dpsgd(
     X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
     lr_schedule, return_trace, theta0,
 ):
-    X = _as_float_matrix(X)
+    X, y, C, _ = _check_training(X, y, n_classes)  # finite, non-empty X; labels; n_classes ≥ 2
     N, D = X.shape
-    C = int(n_classes)
-    y = _check_labels(y, N, C)
+    _v.nonnegative("noise_multiplier", noise_multiplier)
+    _v.positive("clip", clip)
+    _v.positive("learning_rate", learning_rate)
     R = int(n_runs)
     if R < 1:
         raise ValueError("n_runs must be >= 1")

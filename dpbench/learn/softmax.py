@@ -24,6 +24,8 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from dpbench.privacy import _validate as _v
+
 __all__ = [
     "LIPSCHITZ_K",
     "HESSIAN_BOUND_L",
@@ -118,16 +120,15 @@ def blas_thread_limit(n):
 
 
 def _check_labels(y, n: int, n_classes: int) -> np.ndarray:
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.all(np.equal(np.mod(y, 1), 0)):
-            raise ValueError("y must hold integer class labels")
-    y = y.astype(np.intp, copy=False)
-    if n and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"labels must lie in [0, {n_classes}), got [{y.min()}, {y.max()}]")
-    return y
+    return _v.label_vector("y", y, n, n_classes)
+
+
+def _check_training(X, y, n_classes, l2=0.0):
+    """Entry-point validation of a training call: X (n ≥ 1, D) finite, y integer labels of length n in
+    0..n_classes-1, n_classes ≥ 2, l2 finite and ≥ 0. Returns (X float64, y, n_classes, l2)."""
+    X = _v.feature_matrix("X", X)
+    C = _v.n_classes("n_classes", n_classes)
+    return X, _check_labels(y, X.shape[0], C), C, _v.nonnegative("l2", l2)
 
 
 def _as_float_matrix(X) -> np.ndarray:
@@ -168,14 +169,14 @@ class _Objective:
     """mean CE + (l2/2)‖θ‖²_F + ⟨linear, θ⟩ with gradient, data prepared once (X kept as given, float64)."""
 
     def __init__(self, X, y, n_classes, l2, linear):
-        self.X = _as_float_matrix(X)
+        self.X, self.y, self.C, self.l2 = _check_training(X, y, n_classes, l2)
         self.n, self.D = self.X.shape
-        self.C = int(n_classes)
-        self.y = _check_labels(y, self.n, self.C)
         self.flat_true = _true_index(self.y, self.C)
-        self.l2 = float(l2)
         if linear is not None:
-            linear = np.asarray(linear, dtype=np.float64).reshape(self.D, self.C)
+            linear = np.asarray(linear, dtype=np.float64)
+            if linear.size != self.D * self.C or not np.isfinite(linear).all():
+                raise ValueError(f"linear must hold {self.D}x{self.C} finite values, got shape {linear.shape}")
+            linear = linear.reshape(self.D, self.C)
         self.linear = linear
 
     def __call__(self, theta_flat):
@@ -401,9 +402,11 @@ def fit_softmax_many(
     are tiny, so extra threads never help and are ~10-100× slower when the cores are shared.
     """
     Xs = np.asarray(Xs, dtype=np.float64)
-    if Xs.ndim != 3:
-        raise ValueError(f"Xs must be 3-D (T, n, D), got shape {Xs.shape}")
+    if Xs.ndim != 3 or 0 in Xs.shape:
+        raise ValueError(f"Xs must be 3-D (T, n, D) with T, n, D ≥ 1, got shape {Xs.shape}")
     T, n, D = Xs.shape
+    _check_training(Xs.reshape(T * n, D), np.asarray(ys).reshape(-1) if np.size(ys) == T * n else ys,
+                    n_classes, l2)  # one pass: finite X, labels, n_classes ≥ 2, l2 ≥ 0
     C = int(n_classes)
     if theta0 is not None:
         theta0 = np.asarray(theta0, dtype=np.float64).reshape(T, D, C)
@@ -458,8 +461,15 @@ def predict(theta, X):
 
 
 def accuracy(theta, X, y):
-    """Fraction of correctly classified rows."""
-    return float(np.mean(predict(theta, X) == np.asarray(y)))
+    """Fraction of correctly classified rows (X (n ≥ 1, D) finite, θ (D, C), y of length n)."""
+    X = _v.feature_matrix("X", X)
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.ndim != 2 or theta.shape[0] != X.shape[1]:
+        raise ValueError(f"theta must have shape (D={X.shape[1]}, C), got {theta.shape}")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    return float(np.mean(predict(theta, X) == y))
 
 
 _CHUNK_ELEMS = 1 << 23  # ~64 MB of float64 logits per chunk in the batched predictions

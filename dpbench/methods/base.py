@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbench.privacy import _validate as _v
 from dpbench.rng import generator
 
 
@@ -40,6 +41,20 @@ class Problem:
     y_eval: np.ndarray
     n_classes: int
 
+    def __post_init__(self):
+        """Cheap structural checks (no pass over the data): shapes agree, sets non-empty, ≥ 2 classes.
+        Finiteness and ``‖x‖ ≤ 1`` are checked by :func:`check_unit_ball` (one pass, memoised per key; the runner
+        calls it before a method trains)."""
+        _v.n_classes("n_classes", self.n_classes)
+        for part in ("train", "eval"):
+            X, y = getattr(self, f"X_{part}"), getattr(self, f"y_{part}")
+            if np.ndim(X) != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+                raise ValueError(f"X_{part} must be 2-D and non-empty, got shape {np.shape(X)}")
+            if np.shape(y) != (X.shape[0],):
+                raise ValueError(f"y_{part} must have shape ({X.shape[0]},) to match X_{part}, got {np.shape(y)}")
+        if self.X_eval.shape[1] != self.X_train.shape[1]:
+            raise ValueError(f"X_eval has {self.X_eval.shape[1]} columns, X_train {self.X_train.shape[1]}")
+
     @property
     def n_train(self) -> int:
         return int(self.X_train.shape[0])
@@ -47,6 +62,20 @@ class Problem:
     @property
     def dim(self) -> int:
         return int(self.X_train.shape[1])
+
+
+_UNIT_BALL_CHECKED: set[str] = set()
+
+
+def check_unit_ball(problem: Problem) -> None:
+    """Require finite features in every row of ``problem`` and ``‖x‖ ≤ 1`` in every training row (what the
+    sensitivity bounds assume); ValueError naming the array otherwise. One pass per problem key and process."""
+    if problem.key in _UNIT_BALL_CHECKED:
+        return
+    _v.feature_matrix("X_eval", problem.X_eval)
+    _v.feature_matrix("X_train", problem.X_train)
+    _v.unit_ball_rows("X_train", problem.X_train)
+    _UNIT_BALL_CHECKED.add(problem.key)
 
 
 @dataclass
@@ -133,6 +162,12 @@ class Method:
 
     def make_cell(self, problem: Problem, tuned, epsilon, delta, budget, rep) -> Cell:
         dep = self.depends_on
+        if "epsilon" in dep:
+            _v.positive("epsilon", epsilon)  # finite and > 0
+        if "delta" in dep:
+            _v.delta_halfopen("delta", delta)
+        if "budget" in dep and budget is not None:
+            _v.count("budget", budget)
         return Cell(
             method=self.name,
             problem=problem.key,

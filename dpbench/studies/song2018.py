@@ -103,7 +103,7 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
 
     ch34.validate(cfg, prefix)
     for name, fig in cfg.get("figures", {}).items():
-        if name in ch34.FIGURES:
+        if name in ch34.FIGURES or fig is None:  # null = disabled
             continue
         for key in ("alphas", "epsilons"):
             values = fig.get(key)
@@ -127,7 +127,7 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
 
 def figure_names(cfg: dict) -> list[str]:
     figs = cfg.get("figures", {})
-    return [f for f in FIGURES if f in figs and (f not in ch34.FIGURES or figs[f])]   # chapter 3/4: null = disabled
+    return [f for f in FIGURES if figs.get(f) is not None and (f not in ch34.FIGURES or figs[f])]   # null = disabled
 
 
 def figure(name: str) -> FigureSpec:
@@ -166,7 +166,8 @@ def dataset_signature(config: dict) -> str:
     cfg = config["studies"][STUDY]
     return json.dumps({"seed": config["seed"], "cache_dir": config["data"]["cache_dir"],
                        "activity": cfg.get("activity"), "electricity": cfg.get("electricity"),
-                       "figures": sorted(cfg.get("figures", {})), "v": markov.VERSION,
+                       "figures": sorted(f for f, fc in cfg.get("figures", {}).items() if fc is not None),
+                       "v": markov.VERSION,
                        "ch34": ch34.dataset_signature(config)}, sort_keys=True)
 
 

@@ -508,7 +508,7 @@ def run_series(config: dict, figure: str, series: str, n_jobs: int = 1) -> pd.Da
 def prepare_dataset(config: dict) -> dict:
     """Generate (or load from the cache) the simulated chains the configured figures need; a JSON manifest."""
     cfg = config["studies"][STUDY]
-    figs = set(cfg.get("figures", {}))
+    figs = {f for f, fc in cfg.get("figures", {}).items() if fc is not None}  # null = disabled
     out = {"study": STUDY, "datasets": {}, "is_substitute": False, "dataset_variant": SYNTHETIC_VARIANT}
     if figs & {"table7_1", "fig7_5", "table7_2"}:
         for g, d in load_activity(config).items():

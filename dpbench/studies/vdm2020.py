@@ -11,8 +11,6 @@ import functools
 import json
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -274,22 +272,13 @@ def _prepared_path(cache_dir: str, key: str) -> Path:
     return Path(cache_dir) / "problems" / key
 
 
-def _load_prepared(folder: Path):
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-        arrays = {k: np.load(folder / f"{k}.npy", mmap_mode="r" if k == "X_train" else None)
-                  for k in ("X_train", "y_train", "X_eval", "y_eval")}
-    except (OSError, ValueError):
-        return None
-    return meta, arrays
-
-
 @functools.lru_cache(maxsize=16)  # cheap: training sets are memory-mapped
 def _problem(data_json: str, split: str, validation_fraction: float, bias: str, n_classes: int | None,
              pca_dim: int | None, results_cache: str, preprocessing: str = "data_independent",
              pca_public_fraction: float = 0.1) -> Problem:
     from dpbench.data import add_bias_feature, load_dataset, pca_apply, pca_basis, pca_project
     from dpbench.data import unit_ball_normalise, unit_ball_rows_into, unit_sphere_rows
+    from dpbench.data.cache import open_entry, read_entry
     from dpbench.store import atomic_write_bytes
 
     d = json.loads(data_json)
@@ -306,9 +295,8 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
             transform["pca_fit"] = ["public-split-v1", pca_public_fraction]
     where = {k: d[k] for k in ("source", "substitute_seed")}
     folder = _prepared_path(results_cache, content_key({"prepared": [content, where, transform]}))
-    if folder.is_dir() and (got := _load_prepared(folder)) is not None:  # prepared before (any process)
-        meta, a = got
-        return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], **a)
+    if (got := read_entry(folder, mmap={"X_train"}, what="prepared problem")) is not None:  # prepared before
+        return Problem(key=got.meta["key"], variant=got.meta["variant"], n_classes=got.meta["n_classes"], **got.arrays)
 
     ds = load_dataset(d["dataset"], cache_dir=d["cache_dir"], mirror=d["mirror"], source=d["source"],
                       seed=d["substitute_seed"], n_train=d["n_train"], n_test=d["n_test"])
@@ -331,9 +319,8 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     key = content_key({"data": content, "variant": ds.variant, **transform})
 
     with_bias = bias == "augment"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
+
+    def build(tmp: Path, previous) -> dict:  # under the entry's lock, into a folder renamed into place
         if pca_dim is not None and source_prep:  # the source: PCA fitted on the (normalised) private training set
             Xtr, Xev = unit_ball_normalise(np.asarray(ds.X_train[train_rows], np.float64),
                                            np.asarray(X_eval_src[eval_rows], np.float64))
@@ -345,6 +332,7 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
                                                  mean, W))
             X_eval = unit_sphere_rows(pca_apply(unit_sphere_rows(np.asarray(X_eval_src[eval_rows], np.float64)),
                                                 mean, W))
+        if pca_dim is not None:
             if with_bias:
                 X_train, X_eval = add_bias_feature(X_train), add_bias_feature(X_eval)
             np.save(tmp / "X_train.npy", X_train)
@@ -362,20 +350,16 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
             np.save(tmp / f"{name}.npy", arr)
         atomic_write_bytes(tmp / "meta.json", json.dumps({"key": key, "variant": ds.variant,
                                                           "n_classes": n_cls}).encode())
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process prepared it first: use theirs
-            pass
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        return {"key": key, "variant": ds.variant, "n_classes": n_cls}
+
+    entry = open_entry(folder, build, mmap={"X_train"}, what="prepared problem")
     large = len(train_rows) * ds.X_train.shape[1] * 8 > LARGE_SOURCE_BYTES
     del ds
     if large:
         from dpbench.data.registry import clear_cache
 
         clear_cache()  # do not keep the float32 source of a large training set alive next to its memmap
-    meta, a = _load_prepared(folder)
+    meta, a = entry.meta, entry.arrays
     log.info("prepared problem %s (%d x %d), memory-mapped from %s", key[:12], *a["X_train"].shape, folder)
     return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], **a)
 

@@ -88,8 +88,9 @@ def test_parsed_cache_reused_and_invalidated(tmp_path, monkeypatch):
     src = tmp_path / "cache" / "covtype.data.gz"
     key = f"{sha[:16]}-{cov.PARSER_VERSION}"
     npz = parsed_cache_path(src, key)
-    assert npz.is_file()
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(["covtype.data.gz", npz.name])
+    assert (npz / "manifest.json").is_file()
+    names = sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith("."))  # not locks
+    assert names == sorted(["covtype.data.gz", npz.name])
 
     calls = []
     real_read = cov.read_covtype
@@ -103,11 +104,12 @@ def test_parsed_cache_reused_and_invalidated(tmp_path, monkeypatch):
     src.unlink()
     third = _load(tmp_path, sha2)
     assert calls == [1]
-    assert not npz.exists() and parsed_cache_path(src, f"{sha2[:16]}-{cov.PARSER_VERSION}").is_file()
+    assert not npz.exists() and parsed_cache_path(src, f"{sha2[:16]}-{cov.PARSER_VERSION}").is_dir()
     assert np.isin(third.X_train[:, 0], X2[:, 0]).all()
 
     # a corrupt parsed cache is ignored and rewritten
-    parsed_cache_path(src, f"{sha2[:16]}-{cov.PARSER_VERSION}").write_bytes(b"not a zip")
+    for f in parsed_cache_path(src, f"{sha2[:16]}-{cov.PARSER_VERSION}").glob("*.npy"):
+        f.write_bytes(b"not an array")
     fourth = _load(tmp_path, sha2)
     assert calls == [1, 1]
     np.testing.assert_array_equal(third.X_train, fourth.X_train)

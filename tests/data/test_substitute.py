@@ -86,7 +86,8 @@ def test_load_substitute_caches(tmp_path, gen):
     folder = substitute_cache_dir(tmp_path, 0)
     assert folder.parent.name == "deformed-digits-v1"
     names = sorted(p.name for p in folder.iterdir())
-    assert names == ["X_test.npy", "X_train.npy", "params.json", "y_test.npy", "y_train.npy"]  # no temp files
+    assert names == ["X_test.npy", "X_train.npy", "manifest.json", "params.json", "y_test.npy", "y_train.npy"]
+    assert [p.name for p in folder.parent.iterdir() if p.name.endswith(".tmp")] == []  # no temp files
     assert np.load(folder / "X_train.npy").dtype == np.uint8
     assert raw.X_train.dtype == np.float32 and raw.X_train.shape == (300, 784)
     X, y = gen.images("train", 0, 300)
@@ -112,6 +113,85 @@ def test_inconsistent_cache_is_regenerated(tmp_path, gen):
     np.save(folder / "y_train.npy", np.zeros(7, dtype=np.int64))  # e.g. interrupted between the two writes
     raw = load_substitute(tmp_path, n_train=50, n_test=20, seed=0)
     np.testing.assert_array_equal(raw.y_train, gen.images("train", 0, 50)[1])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip"])
+def test_corrupt_cache_is_reported_and_rebuilt(tmp_path, gen, dpbench_log, damage):
+    load_substitute(tmp_path, n_train=40, n_test=20, seed=0)
+    folder = substitute_cache_dir(tmp_path, 0)
+    path = folder / "X_train.npy"
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    else:  # same size, same header, one pixel changed: only the content hash sees it
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with dpbench_log.at_level("WARNING"):
+        raw = load_substitute(tmp_path, n_train=40, n_test=20, seed=0)
+    assert str(folder) in dpbench_log.text and "corrupt" in dpbench_log.text
+    np.testing.assert_array_equal(raw.X_train, gen.images("train", 0, 40)[0])
+
+
+def test_stale_temporaries_are_swept(tmp_path):
+    load_substitute(tmp_path, n_train=20, n_test=10, seed=0)
+    folder = substitute_cache_dir(tmp_path, 0)
+    stale_inside = folder / ".X_train.npy.abc123.tmp"  # what a killed writer of an older version left
+    stale_inside.write_bytes(b"x" * 100)
+    stale_next = folder.parent / f".{folder.name}.xyz.tmp"
+    stale_next.mkdir()
+    (stale_next / "X_train.npy").write_bytes(b"partial")
+    load_substitute(tmp_path, n_train=30, n_test=10, seed=0)  # a writer (larger request) sweeps them
+    assert not stale_inside.exists() and not stale_next.exists()
+
+
+def _racing_request(cache_dir, n, delay, barrier, out):
+    """One process of the stress test: waits at the barrier, then asks for ``n`` training rows; generation is
+    slowed down by ``delay`` s so that smaller (earlier) requests commit last -- the worst interleaving."""
+    import time
+
+    from dpbench.data import substitute as sub
+
+    real = sub.DeformedDigits.images_uint8
+
+    def slow(self, *args, **kwargs):
+        result = real(self, *args, **kwargs)
+        time.sleep(delay)
+        return result
+
+    sub.DeformedDigits.images_uint8 = slow
+    barrier.wait()
+    try:
+        raw = sub.load_substitute(cache_dir, n_train=n, n_test=10, seed=0)
+        want_X, want_y = sub.DeformedDigits(0).images("train", 0, n)
+        ok = raw.X_train.shape == (n, 784) and np.array_equal(raw.X_train, want_X) and np.array_equal(raw.y_train, want_y)
+        out.put((n, "ok" if ok else "wrong rows"))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        out.put((n, f"{type(exc).__name__}: {exc}"))
+
+
+def test_stress_concurrent_requests_of_different_sizes(tmp_path):
+    """Several processes extend one substitute cache at once (different sizes, started together): every one
+    gets its rows, the cache ends with the largest size (never shrinks) and consistent X/y."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    sizes = [30, 60, 90, 120]
+    barrier, out = ctx.Barrier(len(sizes)), ctx.Queue()
+    procs = [ctx.Process(target=_racing_request, args=(tmp_path, n, 0.3 * (len(sizes) - i), barrier, out))
+             for i, n in enumerate(sizes)]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert results == {n: "ok" for n in sizes}, results
+    folder = substitute_cache_dir(tmp_path, 0)
+    X, y = np.load(folder / "X_train.npy"), np.load(folder / "y_train.npy")
+    assert X.shape == (max(sizes), 784) and y.shape == (max(sizes),)
+    want_X, want_y = DeformedDigits(0).images_uint8("train", 0, max(sizes))
+    np.testing.assert_array_equal(X, want_X)
+    np.testing.assert_array_equal(y, want_y)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -77,7 +77,7 @@ def test_simulated_electricity_chain():
 
 def test_cache_roundtrip(tmp_path):
     a = mk.load_activity(tmp_path, 1, (2, 1, 2), (100, 120))
-    files = list((tmp_path / "song2018").glob("activity-*.npz"))
+    files = list((tmp_path / "song2018").glob("activity-*/manifest.json"))
     assert len(files) == 1
     b = mk.load_activity(tmp_path, 1, (2, 1, 2), (100, 120))
     for g in a:

@@ -89,6 +89,7 @@ RUN_FIGURES = {"fig2a": {}, "fig4": {"methods": ["subsample_aggregate", "non_pri
                "fig7b": {"methods": ["subsample_aggregate_mlp", "non_private_mlp"]}}
 
 
+@pytest.mark.slow  # a whole tiny workflow (every study) plus the report: the longest test of the suite
 def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
     figs = {f: ({**v, **RUN_FIGURES[f]} if f in RUN_FIGURES else None)
             for f, v in TINY["studies"]["vdm2020"]["figures"].items()}
@@ -145,6 +146,9 @@ def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_di
     ({"figures": {"fig1a": {"epsilons": [0.0], "delta": 0.0, "budget": 100}}},
      "studies.vdm2020.figures.fig1a.epsilons[0]"),
     ({"figures": {"fig2a": {"budgets": [0], "epsilon": 1.0, "delta": 0.0}}}, "studies.vdm2020.figures.fig2a.budgets[0]"),
+    ({"figures": {"fig1a": {"epsilons": [float("nan")], "delta": 0.0, "budget": 100}}},
+     "studies.vdm2020.figures.fig1a.epsilons[0]"),
+    ({"repetitions": 10_000_000_000}, "studies.vdm2020.repetitions"),
     ({"figures": {"fig1b": {"epsilons": [1.0], "delta": 1.5, "budget": 100}}}, "studies.vdm2020.figures.fig1b.delta"),
     ({"figures": {"fig1b": {"epsilons": [1.0], "delta": 1e-5, "budget": 100, "methods": ["sgd"]}}},
      "studies.vdm2020.figures.fig1b.methods[0]"),
@@ -155,6 +159,15 @@ def test_bad_config_fails_before_any_compute(tmp_path, data_dir, override, key):
     assert proc.returncode != 0
     assert f"invalid config: {key}" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_duplicated_yaml_key_fails_at_start_up(tmp_path, data_dir):
+    config = write_config(tmp_path, data_dir)
+    config.write_text(config.read_text() + "seed: 1\nseed: 2\n")
+    proc = snakemake(tmp_path, config, "-n", check=False)
+    assert proc.returncode != 0
+    assert f"invalid config: {config}, line" in proc.stdout + proc.stderr
+    assert "duplicate key 'seed'" in proc.stdout + proc.stderr
 
 
 def test_unknown_figure_target_is_an_error(tmp_path, data_dir):
