@@ -33,7 +33,7 @@ def write_config(tmp_path: Path, data_dir: Path, **study_overrides) -> Path:
     return path
 
 
-def snakemake(tmp_path, config, *args, check=True, timeout=600):
+def snakemake(tmp_path, config, *args, check=True, timeout=1500):  # generous: CI machines can be loaded
     proc = subprocess.run([*SNAKEMAKE, "-d", str(tmp_path), "--configfile", str(config), *args],
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
