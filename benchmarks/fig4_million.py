@@ -3,7 +3,7 @@
 Prepares the N = 10⁶ problem (memory-mapped float64, one copy on disk) and computes one repetition of every
 method at (ε, δ, B) = (1, 0, 100) with a fixed λ, timing each; run under ``/usr/bin/time -v`` for peak RSS:
 
-    /usr/bin/time -v python benchmarks/fig4_million.py --cache /work/fullgrid/cache --data data
+    /usr/bin/time -v python benchmarks/fig4_million.py --cache results/cache --data data
 """
 
 from __future__ import annotations

@@ -5,22 +5,9 @@ the preprocessing (privacy as labelled; the rows record ``preprocessing_data_dep
 import numpy as np
 
 from dpbench.config import DEFAULT_CONFIG_PATH, load_config
-from dpbench.data.registry import Dataset
+from tests.raw_neighbours import halves_dataset as _ds
+from tests.raw_neighbours import outlier_neighbours as _neighbours
 from dpbench.studies import wu2016_ch3 as ch3
-
-
-def _ds(name, X, y, n_classes):
-    h = X.shape[0] // 2
-    return Dataset(name=name, variant=name, is_substitute=False, X_train=X[:h], y_train=y[:h], X_test=X[h:],
-                   y_test=y[h:], n_classes=n_classes, description="generated")
-
-
-def _neighbours(n, D, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0, 1, (n, D))
-    Xp = X.copy()
-    Xp[3] = 1e6 * np.arange(1, D + 1)            # a worst-case outlier record
-    return X, Xp
 
 
 def test_wu2016_ch3_preparation_changes_one_record(monkeypatch):
