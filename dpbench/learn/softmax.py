@@ -265,17 +265,20 @@ def _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor, restarts=3):
     (fresh curvature memory) up to ``restarts`` times; ``RuntimeError`` if it is not reached."""
     t0 = time.perf_counter()
     wrapped = _StopAtGradNorm(obj, tol)
-    x, n_iter, message = np.asarray(x0, dtype=np.float64), 0, ""
+    x, iterations, message = np.asarray(x0, dtype=np.float64), [0], ""
+
+    def count(_xk):
+        iterations[0] += 1
+
     for _ in range(restarts + 1):
         try:
-            res = minimize(wrapped, x, jac=True, method="L-BFGS-B",
+            res = minimize(wrapped, x, jac=True, method="L-BFGS-B", callback=count,
                            options={"maxiter": int(maxiter), "gtol": 0.0, "ftol": 0.0, "maxcor": int(maxcor)})
-            n_iter += int(res.nit)
             message = str(res.message)
             x = wrapped.last_x if wrapped.last_x is not None else res.x
         except _ReachedGradNorm as done:
             value, grad = obj(done.x)
-            info = FitInfo(n_iter=n_iter, n_fev=wrapped.calls, fun=float(value),
+            info = FitInfo(n_iter=iterations[0], n_fev=wrapped.calls, fun=float(value),
                            grad_max=float(np.max(np.abs(grad))), converged=True,
                            message=f"‖∇J‖₂ = {done.norm:.3g} ≤ {tol:.3g}", seconds=time.perf_counter() - t0,
                            grad_norm=done.norm)
