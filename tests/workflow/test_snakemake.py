@@ -1,14 +1,10 @@
 """The Snakemake DAG end to end on tiny substitute data: targeted scheduling, nothing to redo after a
-complete run, resume after a kill without recomputing finished cells, the report, and bad configs."""
+complete run, the report, and bad configs (SIGKILL and resume: tests/faults/test_kill_workflow.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -109,37 +105,6 @@ def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
     snakemake(tmp_path, config, "--report", "report.html")
     html = (tmp_path / "report.html").read_text(errors="replace")
     assert "fig2a.png" in html and "anchors.html" in html
-
-
-def test_killed_run_resumes_without_recomputing_finished_cells(tmp_path, data_dir):
-    # one slow-ish series: loss perturbation re-solves L-BFGS for every cell
-    figs = {"fig1a": {"epsilons": [0.5, 1.0, 2.0, 5.0, 10.0], "methods": ["loss_perturbation"]},
-            "fig1b": {"methods": ["non_private"]}, "fig2a": {"methods": ["non_private"]},
-            "fig2b": {"methods": ["non_private"]}}
-    config = write_config(tmp_path, data_dir, repetitions=6, figures={
-        k: ({**v, **figs[k]} if k in figs else None) for k, v in TINY["studies"]["vdm2020"]["figures"].items()})
-    target = "results/vdm2020/fig1a/loss_perturbation.parquet"
-    proc = subprocess.Popen([*SNAKEMAKE, "-d", str(tmp_path), "--configfile", str(config), "--cores", "1", target],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and len(cell_files(tmp_path)) < 8 and proc.poll() is None:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = cell_files(tmp_path)
-    assert before, "no cell finished before the kill"
-    assert not (tmp_path / target).exists(), "the run finished before it could be killed"
-    snakemake(tmp_path, config, "--unlock")  # a hard kill leaves Snakemake's directory lock behind
-    snakemake(tmp_path, config, "--cores", "1", target, "--rerun-incomplete")
-    after = cell_files(tmp_path)
-    assert set(before) < set(after)
-    assert all(after[p] == m for p, m in before.items())  # finished cells were not recomputed or rewritten
-    # a SIGKILL mid-write can leave a temporary, never a partial file under a final name: every cell parses,
-    # and the resumed run swept the killed artefact's temporaries when it recomputed that artefact
-    for p in (tmp_path / "results" / "cache" / "cells").rglob("*.json"):
-        json.loads(p.read_text())
-    assert not list((tmp_path / "results" / "cache" / "artefacts").rglob(".*.tmp"))
-    assert not [p for p in (tmp_path / "results").rglob(".*.tmp") if "cache" not in p.parts]
 
 
 @pytest.mark.parametrize("override, key", [
