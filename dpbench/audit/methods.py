@@ -98,7 +98,7 @@ def _softmax_pair(n: int, C: int, d: int = 1):
 
 
 @register(name="model_sensitivity", label="model sensitivity (vdm2020 Alg. 1, output perturbation)", study="vdm2020",
-          twins=("noise_x0.5", "bug_addremove_sensitivity"),
+          twins=("noise_x0.5", "bug_addremove_sensitivity", "noise_x0.1"),
           notes="δ = 0 (Fig. 1a); N, λ (the untuned default), solver rule η and C = 10 classes of the study; one "
                 "feature (Lemma 1's Δ = 2K(1+η)/(Nλ) does not depend on the number of features).")
 def audit_model_sensitivity(config, epsilon, twin, trials, rng):
@@ -128,7 +128,7 @@ def audit_model_sensitivity(config, epsilon, twin, trials, rng):
 
 
 @register(name="loss_perturbation", label="loss perturbation (vdm2020 Alg. 4)", study="vdm2020",
-          post_training_noise=False,
+          post_training_noise=False, twins=("noise_x0.5", "noise_x0.1"),
           notes="δ = 0; λ (untuned default), C = 10, ρ = 2LC/ε and the code_max rule of the study; N = the smallest "
                 "size with ρ/N ≤ λ, so the effective regulariser max(ρ/N, λ) = λ is the study's (N = 60,000); "
                 "one feature. Trained once per trial; statistic = the exact noise-density ratio of the noise "
@@ -177,7 +177,7 @@ def audit_loss_perturbation(config, epsilon, twin, trials, rng):
 # ---------------------------------------------------------------------------------------------------------
 
 @register(name="dpsgd_softmax", label="DP-SGD, softmax (vdm2020 Eq. 4)", study="vdm2020", pure=False,
-          post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted"),
+          post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
           notes="δ = 1e-5 (Fig. 1b); σ from the study's accountant for its q = 256/60,000 and T = 20 epochs of "
                 "steps, replace-one calibrated at the add/remove budget (ε/2, δ/(1+e^{ε/2})); the audit runs "
                 "T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1), which only makes the run more private (the analysis "
@@ -243,6 +243,7 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
 # ---------------------------------------------------------------------------------------------------------
 
 @register(name="bolt_on", label="bolt-on PSGD (wu2016 Alg. 2, strongly convex)", study="wu2016",
+          twins=("noise_x0.5", "noise_x0.1"),
           notes="ε-DP test (δ = 0) of Fig. 3.2 on a binary dataset: λ, b = 50, 10 passes and m of the study's "
                 "Protein split (the sensitivity 2L/(γ b ⌊m/b⌋) depends on these only); one feature (the "
                 "L2-Laplace calibration does not depend on d). Other records x = 0; canary x = +1 vs −1, y = +1. "
@@ -325,7 +326,7 @@ def audit_output_perturbation_erm(config, epsilon, twin, trials, rng):
 
 
 @register(name="objective_perturbation", label="objective perturbation (CMS11 Alg. 2, wu2016 ch. 4)",
-          study="wu2016", post_training_noise=False,
+          study="wu2016", post_training_noise=False, twins=("noise_x0.5", "noise_x0.1"),
           notes="λ = √(d/(nε)) with n = 614, d = 8 (as output perturbation), R = 1; ε′ and the extra ridge "
                 "depend on (ε, n, λ, c) only. One feature, other records 0, canary ±1 with y = +1. Solved once "
                 "per trial; statistic = the exact log-likelihood ratio of the release (noise density ratio of "
@@ -362,9 +363,11 @@ def audit_objective_perturbation(config, epsilon, twin, trials, rng):
           study="wu2016", twins=("noise_x0.5", "noise_x0.25"),
           notes="Logistic FM on the study's box domain with d = 8 (diabetes): Δ = d²/4 + d depends on d, so d is "
                 "the study's. White-box: the noisy objective coefficients (M, c) are audited (the model is "
-                "post-processing of them). Pair: other records 0, canary x = 𝟙, y = 0 vs the zero record, whose "
-                "coefficient vectors differ by d²/8 + d/2 = Δ/2 in L1 (no pair of records in the box reaches "
-                "Δ: the diagonal entries differ by ≤ 1/8), so ε on the pair is ε/2.")
+                "post-processing of them). Pair: other records 0, canary x = 𝟙 with y = 0 vs y = 1: M is "
+                "unchanged and c moves by 𝟙 (L1 distance d = Δ/(d/4 + 1), ε_pair = ε/3 at d = 8). No pair of "
+                "box records reaches Δ (at most ≈ d²/8 + d/2 = Δ/2, e.g. 𝟙 vs the zero record, spread over "
+                "d² + d coordinates, where the Laplace privacy loss concentrates far below its maximum); the "
+                "label pair puts its whole distance on d coordinates, which a finite audit can reach.")
 def audit_functional_mechanism(config, epsilon, twin, trials, rng):
     from dpbench.methods.functional_mechanism import fm_logistic_objective, fm_logistic_sensitivity, fm_perturb
 
@@ -372,11 +375,11 @@ def audit_functional_mechanism(config, epsilon, twin, trials, rng):
     n, d = p["n"], p["d"]
     domain = config["studies"]["wu2016"]["ch4"]["fm"]["domain"]
     X = np.zeros((n, d))
-    y = np.zeros(n)
-    Xd = X.copy()
-    Xd[-1] = 1.0
+    X[-1] = 1.0
+    y, yp = np.zeros(n), np.zeros(n)
+    yp[-1] = 1.0
     sens = fm_logistic_sensitivity(d, domain)
-    (MD, cD), (MP, cP) = fm_logistic_objective(Xd, y), fm_logistic_objective(X, y)
+    (MD, cD), (MP, cP) = fm_logistic_objective(X, y), fm_logistic_objective(X, yp)
     fD, fP = np.r_[MD.ravel(), cD], np.r_[MP.ravel(), cP]
     scale = sens / epsilon
     f = _factor(twin)
