@@ -128,10 +128,10 @@ def audit_model_sensitivity(config, epsilon, twin, trials, rng):
 
 
 @register(name="loss_perturbation", label="loss perturbation (vdm2020 Alg. 4)", study="vdm2020",
-          post_training_noise=False, twins=("noise_x0.5", "noise_x0.1"),
+          post_training_noise=False, twins=("noise_x0.5", "noise_x0.1", "noise_x0.01"),
           notes="δ = 0; λ (untuned default), C = 10, ρ = 2LC/ε and the code_max rule of the study; N = the smallest "
                 "size with ρ/N ≤ λ, so the effective regulariser max(ρ/N, λ) = λ is the study's (N = 60,000); "
-                "one feature. Trained once per trial; statistic = the exact noise-density ratio of the noise "
+                "one feature (N_study itself when its ρ/N > λ). Trained once per trial; statistic = the exact noise-density ratio of the noise "
                 "vectors b(θ) that produce the released θ on D and on D′ (first-order condition).")
 def audit_loss_perturbation(config, epsilon, twin, trials, rng):
     from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
@@ -142,7 +142,8 @@ def audit_loss_perturbation(config, epsilon, twin, trials, rng):
     p = _vdm(config)
     C, lam = p["C"], p["lam"]
     kind, beta, rho = loss_perturbation_noise(epsilon, 0.0, C, v["loss_perturbation"]["neighbouring"])
-    n = max(int(math.ceil(rho / lam)), 2)
+    # the smallest N whose effective regulariser equals the study's (N_study itself when ρ/N_study > λ)
+    n = max(int(math.ceil(rho / lam)), 2) if rho / p["n"] <= lam else p["n"]
     l2 = loss_perturbation_l2(v["loss_perturbation"]["regularizer"], rho, n, lam)
     l2_study = loss_perturbation_l2(v["loss_perturbation"]["regularizer"], rho, p["n"], lam)
     if not math.isclose(l2, l2_study):

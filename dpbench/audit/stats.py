@@ -64,6 +64,11 @@ def l2_laplace_llr(z, f, fp, beta: float) -> np.ndarray:
     return float(beta) * (np.linalg.norm(z - fp, axis=1) - np.linalg.norm(z - f, axis=1))
 
 
+SELECT_ALPHA = 1e-6
+"""Level of the selection half's criterion: the threshold maximising the Clopper–Pearson bound at 1e-6 (not α)
+avoids far-tail thresholds whose selection counts are a handful (see :func:`~dpbench.attacks.metrics.epsilon_audit`)."""
+
+
 def epsilon_lower_bound_split(s_d, s_dp, delta: float, rng: np.random.Generator, alpha: float = 0.05) -> dict:
     """ε lower bound (1 − α confidence) from statistics of trials on D (``s_d``, larger = "D") and on D′
     (``s_dp``): split half, threshold on the selection half, Clopper–Pearson on the evaluation half (module
@@ -76,7 +81,7 @@ def epsilon_lower_bound_split(s_d, s_dp, delta: float, rng: np.random.Generator,
         raise ValueError("non-finite audit statistics")
     s = quantise(np.r_[s_d, s_dp])
     labels = np.r_[np.ones(s_d.size, dtype=int), np.zeros(s_dp.size, dtype=int)]
-    return epsilon_audit(s, labels, float(delta), rng, alpha)
+    return epsilon_audit(s, labels, float(delta), rng, alpha, select_alpha=SELECT_ALPHA)
 
 
 def quantise(s, digits: int = 9) -> np.ndarray:
