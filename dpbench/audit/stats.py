@@ -65,6 +65,7 @@ def l2_laplace_llr(z, f, fp, beta: float) -> np.ndarray:
 
 
 SELECT_ALPHA = 1e-6
+MAX_THRESHOLDS = 4000
 """Level of the selection half's criterion: the threshold maximising the Clopper–Pearson bound at 1e-6 (not α)
 avoids far-tail thresholds whose selection counts are a handful (see :func:`~dpbench.attacks.metrics.epsilon_audit`)."""
 
@@ -81,7 +82,8 @@ def epsilon_lower_bound_split(s_d, s_dp, delta: float, rng: np.random.Generator,
         raise ValueError("non-finite audit statistics")
     s = quantise(np.r_[s_d, s_dp])
     labels = np.r_[np.ones(s_d.size, dtype=int), np.zeros(s_dp.size, dtype=int)]
-    return epsilon_audit(s, labels, float(delta), rng, alpha, select_alpha=SELECT_ALPHA)
+    return epsilon_audit(s, labels, float(delta), rng, alpha, select_alpha=SELECT_ALPHA,
+                         max_thresholds=MAX_THRESHOLDS)
 
 
 def quantise(s, digits: int = 9) -> np.ndarray:
