@@ -106,3 +106,13 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "caught" in text and "ok" in text
     assert main(["audit", "no_such_method"]) == 2
+
+
+def test_dpsgd_last_iterate_epsilon_reduces_to_the_gaussian_closed_form():
+    """q = 1: the canary is in every step, the last iterate is a Gaussian shift 2T/(σ√T) (in units of lr·ν)."""
+    from dpbench.audit.methods import last_iterate_epsilon
+    from dpbench.audit.stats import gaussian_epsilon
+
+    assert abs(last_iterate_epsilon(100, 1.0, 10.0, 1e-5) - gaussian_epsilon(2.0, 1e-5)) < 1e-3
+    # sub-sampling makes the last iterate more private
+    assert last_iterate_epsilon(400, 0.05, 1.0, 1e-5) < gaussian_epsilon(2 * 400 * 0.05 / 20.0, 1e-5) * 1.5
