@@ -205,6 +205,8 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
     T_acc = T if twin != "bug_steps_accounted" else dpsgd_steps(n_study, b, 1, "poisson")  # 1 epoch accounted
     cal = calibrate_dpsgd_noise(e_ar, d_ar, q, T_acc, accountant=dc["accountant"], conversion=dc["conversion"])
     sigma = cal.noise_multiplier * _factor(twin)
+    cal_claim = (cal if twin != "bug_steps_accounted" else
+                 calibrate_dpsgd_noise(e_ar, d_ar, q, T, accountant=dc["accountant"], conversion=dc["conversion"]))
     N = int(math.ceil(1.0 / q))
     epochs_a = (T - 0.5) / N                               # ceil(epochs_a·N/1) = T steps
     assert dpsgd_steps(N, 1, epochs_a, "poisson") == T
@@ -233,7 +235,8 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
         return np.concatenate(out)
 
     s_d, s_dp = side(1.0), side(-1.0)
-    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": last_iterate_epsilon(T, 1.0 / N, sigma, delta),
+    return {"s_d": s_d, "s_dp": s_dp, "delta": delta,
+            "eps_pair": last_iterate_epsilon(T, 1.0 / N, cal_claim.noise_multiplier, delta),
             "noise_scale": cal.noise_multiplier, "steps": T, "q_audit": 1.0 / N, "q_study": q}
 
 
