@@ -5,6 +5,7 @@
     dpbench summary results/vdm2020/fig1a/dpsgd.parquet   mean ± std per series and x, plus provenance
     dpbench run vdm2020 fig1a loss_perturbation [--out FILE] [--jobs N]   one series without Snakemake
     dpbench plan [--configfile FILE ...] [--cores N]  jobs, cells, projected CPU-hours and wall time of a run
+    dpbench audit METHOD [--epsilon E] [--trials N]    white-box privacy audit of one method and its broken twins
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["plan"].add_argument("--cores", type=int, default=None, help="cores to project on (default: all)")
     p = sub.add_parser("summary")
     p.add_argument("files", nargs="+")
+    p = sub.add_parser("audit", help="white-box privacy audit of one method (dpbench.audit) and its broken twins")
+    p.add_argument("method", help="an audited method, or 'list'")
+    p.add_argument("--epsilon", type=float, action="append", help="claimed epsilon (repeatable; default: config)")
+    p.add_argument("--trials", type=int, default=None, help="releases per side (default: config)")
+    p.add_argument("--no-twins", action="store_true", help="audit the correct implementation only")
+    p.add_argument("--seed-index", type=int, default=0)
+    p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "figures":
@@ -62,6 +70,26 @@ def main(argv: list[str] | None = None) -> int:
             check_writable(config)
             df = run_series(config, args.study, args.figure, args.series, args.out, n_jobs=args.jobs)
             print(df.groupby("x")["value"].agg(["mean", "std", "count"]).to_string())
+        elif args.cmd == "audit":
+            from dpbench.audit import REGISTRY, run_cell, variants
+
+            if args.method == "list":
+                for name, m in REGISTRY.items():
+                    print(f"{name}\t{m.label}\ttwins: {', '.join(m.twins)}")
+                return 0
+            config = _config(args)
+            if args.method not in REGISTRY:
+                raise ValueError(f"unknown audit method {args.method!r}; known: {sorted(REGISTRY)}")
+            epsilons = args.epsilon or config["studies"]["audit"]["epsilons"]
+            vs = ("correct",) if args.no_twins else variants(args.method)
+            print("method\tclaimed_eps\tvariant\teps_lower\teps_pair\ttrials\tverdict\truntime_s")
+            for e in epsilons:
+                for v in vs:
+                    r = run_cell(config, args.method, e, v, args.seed_index, args.trials)
+                    verdict = (("PRIVACY BUG" if r["fires"] else "ok") if v == "correct"
+                               else ("caught" if r["fires"] else "NOT caught"))
+                    print(f"{args.method}\t{e:g}\t{v}\t{r['eps_lower']:.3f}\t{r['eps_pair']:.3f}\t{r['trials']}"
+                          f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
         elif args.cmd == "summary":
             import pandas as pd
 

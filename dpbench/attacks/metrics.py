@@ -171,11 +171,19 @@ def epsilon_lower_bound(tp: int, n_pos: int, fp: int, n_neg: int, delta: float =
 
 
 def epsilon_audit(scores, is_member, delta: float, rng: np.random.Generator, alpha: float = 0.05,
-                  select_fraction: float = 0.5, min_count: int = 1) -> dict:
+                  select_fraction: float = 0.5, min_count: int = 1, select_alpha: float | None = None,
+                  max_thresholds: int | None = None) -> dict:
     """Empirical ε lower bound with an honest threshold: the trials are split at random (stratified) into a
     selection part, on which the threshold maximising the lower bound is chosen, and an evaluation part, on
     which the counts and the bound are computed (a threshold chosen on the same trials would overstate ε).
     ``min_count``: thresholds that flag fewer than this many selection trials are not considered.
+    ``select_alpha`` (default ``alpha``): level of the Clopper–Pearson limits of the selection criterion. A
+    much smaller level (e.g. 1e-6) penalises thresholds with few tail counts on either side, where the maximum
+    over many thresholds is mostly selection noise (winner's curse) and the evaluation half then finds nothing;
+    it only changes which threshold is chosen, never the evaluation, so the bound stays valid.
+    ``max_thresholds``: consider only about this many candidate thresholds, geometrically spaced in the number of
+    flagged selection trials from both ends of the ROC curve (the tails, where the ε bound lives, keep every
+    small count); bounds the cost of the Clopper–Pearson limits for millions of trials.
     Returns the counts of the evaluation part at the chosen threshold, the point estimate and the bound."""
     s = np.asarray(scores, dtype=np.float64)
     m = _labels(is_member)
@@ -188,8 +196,14 @@ def epsilon_audit(scores, is_member, delta: float, rng: np.random.Generator, alp
         raise ValueError("too few trials to split into selection and evaluation parts")
     fpr, tpr, thr = roc_curve(s[sel], m[sel].astype(int))
     P, N = int(m[sel].sum()), int((~m[sel]).sum())
+    if max_thresholds is not None and thr.size - 1 > int(max_thresholds):
+        L = thr.size - 1
+        g = np.unique(np.rint(np.geomspace(1, L, max(2, int(max_thresholds) // 2))).astype(np.int64))
+        keep = np.unique(np.r_[g, L + 1 - g]) - 1          # positions in fpr[1:], tpr[1:], thr[1:]
+        keep = keep[(keep >= 0) & (keep < L)]
+        fpr, tpr, thr = (np.r_[a[:1], a[1:][keep]] for a in (fpr, tpr, thr))
     tpk, fpk = np.rint(tpr[1:] * P), np.rint(fpr[1:] * N)
-    a = alpha / 2
+    a = (alpha if select_alpha is None else _check_alpha(select_alpha)) / 2
     tlo = np.where(tpk > 0, stats.beta.ppf(a / 2, np.maximum(tpk, 1), P - tpk + 1), 0.0)
     fhi = np.where(fpk < N, stats.beta.ppf(1 - a / 2, fpk + 1, np.maximum(N - fpk, 1)), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):

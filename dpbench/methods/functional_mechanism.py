@@ -40,7 +40,7 @@ from dpbench.methods.output_perturbation import _pos
 
 DOMAINS = ("box", "sphere")
 
-__all__ = ["DOMAINS", "fm_linear_sensitivity", "fm_logistic_sensitivity", "fm_linear_record_coefficients",
+__all__ = ["DOMAINS", "fm_perturb", "fm_logistic_objective", "fm_linear_sensitivity", "fm_logistic_sensitivity", "fm_linear_record_coefficients",
            "fm_logistic_record_coefficients", "FMResult", "functional_mechanism_linear",
            "functional_mechanism_logistic", "solve_noisy_quadratic"]
 
@@ -124,11 +124,33 @@ def _check(X, y, domain, labels01=False):
     return X, y
 
 
-def _run(M, c, delta, epsilon, rng, ridge, trim):
+def fm_perturb(M, c, sensitivity: float, epsilon: float, rng: np.random.Generator, size=(),
+               noise_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The private step of the functional mechanism (Zhang et al. 2012, Alg. 1): every coefficient of the
+    objective's polynomial — the d×d entries of M and the d entries of c — plus i.i.d. Laplace(Δ/ε). ``size``
+    adds leading axes of independent draws (the privacy audit redraws the noise of one data set).
+    ``noise_factor`` is FAULT INJECTION for the audit's broken twins (1 = the mechanism)."""
+    M = np.asarray(M, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
     d = M.shape[0]
+    scale = sensitivity / epsilon
+    lead = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+    Mn = M + float(noise_factor) * rng.laplace(0.0, scale, size=lead + (d, d))
+    cn = c + float(noise_factor) * rng.laplace(0.0, scale, size=lead + (d,))
+    return Mn, cn
+
+
+def fm_logistic_objective(X, y01) -> tuple[np.ndarray, np.ndarray]:
+    """(M, c) of the second-order Taylor objective of logistic regression (labels {0, 1}): M = Σ x xᵀ/8,
+    c = Σ(½ − y)x (Zhang et al. 2012, §5)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y01, dtype=np.float64)
+    return (X.T @ X) / 8.0, X.T @ (0.5 - y)
+
+
+def _run(M, c, delta, epsilon, rng, ridge, trim):
     scale = delta / epsilon
-    Mn = M + rng.laplace(0.0, scale, size=(d, d))
-    cn = c + rng.laplace(0.0, scale, size=d)
+    Mn, cn = fm_perturb(M, c, delta, epsilon, rng)
     r = _ridge(ridge, scale)
     w, kept = solve_noisy_quadratic(Mn, cn, r, trim)
     return FMResult(w, delta, epsilon, kept, r)
@@ -157,4 +179,4 @@ def functional_mechanism_logistic(X, y01, epsilon: float, rng: np.random.Generat
     X, y = _check(X, y01, domain, labels01=True)
     epsilon = _pos("epsilon", epsilon)
     delta = fm_logistic_sensitivity(X.shape[1], domain)
-    return _run((X.T @ X) / 8.0, X.T @ (0.5 - y), delta, epsilon, rng, ridge, trim)
+    return _run(*fm_logistic_objective(X, y), delta, epsilon, rng, ridge, trim)

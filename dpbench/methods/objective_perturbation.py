@@ -58,13 +58,15 @@ class ObjPertResult:
 
 
 def objective_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float,
-                           rng: np.random.Generator) -> ObjPertResult:
-    """ε-DP objective perturbation on ‖w‖ ≤ R (module docstring; [EXTERNAL] Chaudhuri et al. 2011 Alg. 2)."""
+                           rng: np.random.Generator, noise_factor: float = 1.0) -> ObjPertResult:
+    """ε-DP objective perturbation on ‖w‖ ≤ R (module docstring; [EXTERNAL] Chaudhuri et al. 2011 Alg. 2).
+    ``noise_factor`` is FAULT INJECTION for the privacy audit's broken twins: b is multiplied by it (1 = the
+    mechanism; the reported ``noise_scale`` stays the calibrated one)."""
     X, y = check_data(X, y, loss)
     n, d = X.shape
     R = _pos("R", R)
     eps_p, extra = objective_perturbation_calibration(epsilon, n, lam, curvature(loss))
     rho = lipschitz(loss, R)
-    b = sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
+    b = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
     w = erm_ball(loss, X, y, float(lam) + extra, R, b=b)
     return ObjPertResult(w, float(lam), extra, eps_p, 2.0 * rho / eps_p)

@@ -1,0 +1,63 @@
+"""Run one audit cell: (method, claimed ε, variant = "correct" or a twin, seed) → ε lower bound.
+
+A cell's randomness comes from ``numpy.random.SeedSequence(config seed, cell key)`` (:mod:`dpbench.rng`): the
+noise of the releases and the random split of the trials are independent streams of the same key."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from dpbench.audit import stats as S
+from dpbench.audit.methods import REGISTRY, MethodAudit
+from dpbench.rng import generator
+
+CORRECT = "correct"
+
+
+def method(name: str) -> MethodAudit:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown audit method {name!r}; known: {sorted(REGISTRY)}") from None
+
+
+def variants(name: str) -> tuple[str, ...]:
+    return (CORRECT,) + method(name).twins
+
+
+def trials_for(config: dict, name: str) -> int:
+    a = config["studies"]["audit"]
+    return int(a["methods"].get(name, {}).get("trials", a["trials"]))
+
+
+def cell_key(name: str, epsilon: float, variant: str, seed_index: int, trials: int) -> str:
+    return f"audit/{name}/eps={float(epsilon)!r}/{variant}/trials={int(trials)}/seed={int(seed_index)}"
+
+
+def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, seed_index: int = 0,
+             trials: int | None = None) -> dict:
+    """Audit ``name`` at claimed replace-one ε: statistics of the releases on the worst-case pair, then the
+    split-half Clopper–Pearson bound (:func:`dpbench.audit.stats.epsilon_lower_bound_split`). ``fires``: the
+    (1 − α) lower bound exceeds the claimed ε. For the correct implementation a firing audit is a PRIVACY BUG;
+    for a twin, firing = caught."""
+    m = method(name)
+    if variant != CORRECT and variant not in m.twins:
+        raise ValueError(f"{name} has no twin {variant!r}; twins: {list(m.twins)}")
+    trials = int(trials if trials is not None else trials_for(config, name))
+    alpha = float(config["studies"]["audit"]["alpha"])
+    key = cell_key(name, epsilon, variant, seed_index, trials)
+    t0 = time.perf_counter()
+    out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
+    b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
+                                    alpha)
+    eps = float(epsilon)
+    return {"method": name, "label": m.label, "study": m.study, "variant": variant, "claimed_epsilon": eps,
+            "delta": float(out["delta"]), "trials": trials, "seed_index": int(seed_index), "alpha": alpha,
+            "eps_lower": float(b["eps_lower"]), "eps_point": float(b["eps_point"]),
+            "eps_pair": float(out.get("eps_pair", math.nan)), "fraction": float(b["eps_lower"]) / eps,
+            "fires": bool(b["eps_lower"] > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
+            "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
+            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0}

@@ -1,0 +1,552 @@
+"""Per-method white-box audits: the worst-case neighbouring pair, the release (the project's own implementation,
+called, never copied), the likelihood-ratio statistic, and the broken twins.
+
+Every audit function ``f(config, epsilon, twin, trials, rng) -> dict`` returns the statistics of ``trials``
+releases on D (``s_d``) and on D′ (``s_dp``), the claimed replace-one (ε, δ), the exact ε of the noiseless pair
+where it is known in closed form (``eps_pair``: how much of the claimed ε the sensitivity bound lets ANY test
+reach on this pair) and notes. Neighbouring relation: replace one record (every analysed method's).
+
+Why fresh noise draws on one trained model are valid (Jagielski et al. 2020 §4; Nasr et al. 2021 §3): when the
+release is θ = f(D) + Z with f deterministic given the data (an exact convex solver, or a PSGD run with a sampling
+order fixed from a seed shared by both sides — the guarantees of those methods hold for EVERY fixed order, their
+sensitivity analysis being uniform over it) and Z independent of D, then T releases are T i.i.d. draws of A(D)
+(conditionally on the order), so one solve per side and T noise draws give the same distribution as T trainings.
+Methods whose noise enters the training (objective/loss perturbation, DP-SGD) are trained once per trial.
+
+The auditor may choose every record and the dataset's size and number of features, provided the quantities the
+privacy analysis depends on are the study's; per method the docstring says which ones and why the analysis is
+unchanged. Twins: ``noise_x0.5`` multiplies the noise by 0.5 through a parameter of the real method (or by
+scaling the draw of the real sampler); ``bug_*`` twins reproduce a known implementation bug by calling the real
+calibration with the wrong argument.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from dpbench.audit import stats as S
+
+CHUNK = 50_000  # noise draws per block (memory bound)
+
+
+@dataclass(frozen=True)
+class MethodAudit:
+    name: str
+    label: str
+    study: str
+    run: Callable
+    twins: tuple[str, ...] = ("noise_x0.5",)
+    post_training_noise: bool = True     # noise added after a deterministic training (power target 0.5·ε)
+    pure: bool = True                    # ε-DP (δ = 0) at the study's default
+    notes: str = ""
+    twin_labels: dict = field(default_factory=dict)
+
+
+REGISTRY: dict[str, MethodAudit] = {}
+
+
+def register(**kw):
+    def deco(fn):
+        REGISTRY[kw["name"]] = MethodAudit(run=fn, **kw)
+        return fn
+    return deco
+
+
+def _factor(twin: str) -> float:
+    """Noise multiplier of a twin: ``noise_x<f>`` → f; 1 for the correct method and the bug twins."""
+    return float(twin[len("noise_x"):]) if twin.startswith("noise_x") else 1.0
+
+
+def _chunked(trials: int, draw: Callable[[int], np.ndarray]) -> np.ndarray:
+    out, left = [], int(trials)
+    while left > 0:
+        k = min(CHUNK, left)
+        out.append(np.asarray(draw(k), dtype=np.float64))
+        left -= k
+    return np.concatenate(out)
+
+
+BOLT_ON_M = 72876       # wu2016 Fig. 3.2, Protein training split (the bolt-on sensitivity depends on m)
+CH4_N, CH4_D = 614, 8   # wu2016 Fig. 4.1, diabetes (Pima): 80 % of 768 records, 8 features
+
+
+# ---------------------------------------------------------------------------------------------------------
+# vdm2020: model sensitivity (output perturbation, Alg. 1) and loss perturbation (Alg. 4)
+# ---------------------------------------------------------------------------------------------------------
+
+def _vdm(config: dict) -> dict:
+    v = config["studies"]["vdm2020"]
+    n = int(v["n_train"] or 60000)
+    lam = float(v["cross_validation"]["fixed"]["l2"])
+    return {"n": n, "lam": lam, "error_fraction": float(v["lbfgs"]["error_fraction"]), "C": 10}
+
+
+def _softmax_pair(n: int, C: int, d: int = 1):
+    """Other n−1 records have x = 0 (zero loss gradient and curvature); the canary is x = +e₁ (D) or −e₁ (D′)
+    with label 0: at θ ≈ 0 the minimisers differ by ≈ 2·(1/C·𝟙 − e₀)/(Nλ), 2√(1 − 1/C) of the 2K = 2√2 that
+    Lemma 1 allows (the pair of gradients at a common θ of the softmax loss differs by at most that much
+    when the fit is near-uniform, which the study's Nλ ≫ 1 makes it)."""
+    X = np.zeros((n, d))
+    y = np.zeros(n, dtype=np.int64)
+    Xd, Xp = X.copy(), X.copy()
+    Xd[-1, 0], Xp[-1, 0] = 1.0, -1.0
+    return (Xd, y), (Xp, y)
+
+
+@register(name="model_sensitivity", label="model sensitivity (vdm2020 Alg. 1, output perturbation)", study="vdm2020",
+          twins=("noise_x0.5", "bug_addremove_sensitivity", "noise_x0.1"),
+          notes="δ = 0 (Fig. 1a); N, λ (the untuned default), solver rule η and C = 10 classes of the study; one "
+                "feature (Lemma 1's Δ = 2K(1+η)/(Nλ) does not depend on the number of features).")
+def audit_model_sensitivity(config, epsilon, twin, trials, rng):
+    from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
+    from dpbench.methods.sensitivity import model_sensitivity_noise
+    from dpbench.privacy import sample_l2_laplace
+
+    p = _vdm(config)
+    n, lam, C = p["n"], p["lam"], p["C"]
+    (Xd, y), (Xp, _) = _softmax_pair(n, C)
+    tol = sensitivity_grad_norm_tol(n, p["error_fraction"])
+    fD = fit_softmax(Xd, y, C, l2=lam, grad_norm_tol=tol)
+    fP = fit_softmax(Xp, y, C, l2=lam, grad_norm_tol=tol)
+    # the bug twin: replace-one calibrated with the add/remove sensitivity K/(Nλ) (= Lemma 1 at 2N)
+    _, beta = model_sensitivity_noise(2 * n if twin == "bug_addremove_sensitivity" else n, lam, epsilon, 0.0,
+                                      p["error_fraction"])
+    _, beta_claim = model_sensitivity_noise(n, lam, epsilon, 0.0, p["error_fraction"])
+    f = _factor(twin)
+
+    def side(center):
+        return _chunked(trials, lambda k: S.l2_laplace_llr(
+            center[None] + f * sample_l2_laplace(rng, beta, center.size, (k,)).reshape((k,) + center.shape),
+            fD, fP, beta_claim))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(beta_claim * np.linalg.norm(fD - fP)),
+            "noise_scale": 1.0 / beta_claim}
+
+
+@register(name="loss_perturbation", label="loss perturbation (vdm2020 Alg. 4)", study="vdm2020",
+          post_training_noise=False, twins=("noise_x0.5", "noise_x0.1", "noise_x0.01"),
+          notes="δ = 0; λ (untuned default), C = 10, ρ = 2LC/ε and the code_max rule of the study; N = the smallest "
+                "size with ρ/N ≤ λ, so the effective regulariser max(ρ/N, λ) = λ is the study's (N = 60,000); "
+                "one feature (N_study itself when its ρ/N > λ). Trained once per trial; statistic = the exact noise-density ratio of the noise "
+                "vectors b(θ) that produce the released θ on D and on D′ (first-order condition).")
+def audit_loss_perturbation(config, epsilon, twin, trials, rng):
+    from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
+    from dpbench.methods.loss_perturbation import loss_perturbation_l2, loss_perturbation_noise
+    from dpbench.privacy import sample_l2_laplace
+
+    v = config["studies"]["vdm2020"]
+    p = _vdm(config)
+    C, lam = p["C"], p["lam"]
+    kind, beta, rho = loss_perturbation_noise(epsilon, 0.0, C, v["loss_perturbation"]["neighbouring"])
+    # the smallest N whose effective regulariser equals the study's (N_study itself when ρ/N_study > λ)
+    n = max(int(math.ceil(rho / lam)), 2) if rho / p["n"] <= lam else p["n"]
+    l2 = loss_perturbation_l2(v["loss_perturbation"]["regularizer"], rho, n, lam)
+    l2_study = loss_perturbation_l2(v["loss_perturbation"]["regularizer"], rho, p["n"], lam)
+    if not math.isclose(l2, l2_study):
+        raise ValueError("loss perturbation audit: the effective regulariser differs from the study's")
+    (Xd, y), (Xp, _) = _softmax_pair(n, C)
+    tol = sensitivity_grad_norm_tol(n)
+    f = _factor(twin)
+
+    def b_of(theta, X):   # the noise that makes θ stationary for data X: b = −n(∇L_X(θ) + l2·θ)
+        x = X[-1]
+        z = x @ theta
+        pr = np.exp(z - z.max())
+        pr /= pr.sum()
+        pr[0] -= 1.0
+        return -(np.outer(x, pr) + n * l2 * theta)
+
+    def side(X):
+        th0 = fit_softmax(X, y, C, l2=l2, grad_norm_tol=tol)
+        out = np.empty(trials)
+        for t in range(trials):
+            noise = f * sample_l2_laplace(rng, beta, th0.size).reshape(th0.shape)
+            th = fit_softmax(X, y, C, l2=l2, linear=noise / n, theta0=th0, grad_norm_tol=tol)
+            out[t] = beta * (np.linalg.norm(b_of(th, Xp)) - np.linalg.norm(b_of(th, Xd)))
+        return out
+
+    return {"s_d": side(Xd), "s_dp": side(Xp), "delta": 0.0, "eps_pair": float("nan"), "noise_scale": 1.0 / beta,
+            "n_audit": n}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# DP-SGD (vdm2020 Fig. 1b, Eq. 4)
+# ---------------------------------------------------------------------------------------------------------
+
+@register(name="dpsgd_softmax", label="DP-SGD, softmax (vdm2020 Eq. 4)", study="vdm2020", pure=False,
+          post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          notes="δ = 1e-5 (Fig. 1b); σ from the study's accountant for its q = 256/60,000 and T = 20 epochs of "
+                "steps, replace-one calibrated at the add/remove budget (ε/2, δ/(1+e^{ε/2})); the audit runs "
+                "T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1), which only makes the run more private (the analysis "
+                "depends on q, σ, T only). Pair: the other records are 0 (zero gradient); the canary is "
+                "x = (M, 1) vs (−M, 1), label 0, with a data-independent start θ₀ that saturates both canaries "
+                "towards class 1 through the bias feature, so every sampled canary gradient is clipped to "
+                "exactly ν in directions ±u (difference 2ν, the replace-one maximum). Statistic: the final model "
+                "projected on u (the last-iterate audit; DP-SGD's iterates are not released).")
+def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
+    from dpbench.learn import dpsgd_softmax, dpsgd_steps
+    from dpbench.methods.dpsgd import clip_norm
+    from dpbench.privacy import calibrate_dpsgd_noise
+    from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
+
+    v = config["studies"]["vdm2020"]
+    dc = v["dpsgd"]
+    delta = float(v["figures"]["fig1b"]["delta"])
+    n_study = int(v["n_train"] or 60000)
+    b = int(dc["batch_size"])
+    q = b / n_study
+    T = dpsgd_steps(n_study, b, dc["epochs"], "poisson")
+    nu = clip_norm(float(v["cross_validation"]["fixed"]["clip"]), b, dc["clip_scale"])
+    e_ar, d_ar = add_remove_budget_for_replace_one(epsilon, delta)
+    T_acc = T if twin != "bug_steps_accounted" else dpsgd_steps(n_study, b, 1, "poisson")  # 1 epoch accounted
+    cal = calibrate_dpsgd_noise(e_ar, d_ar, q, T_acc, accountant=dc["accountant"], conversion=dc["conversion"])
+    sigma = cal.noise_multiplier * _factor(twin)
+    cal_claim = (cal if twin != "bug_steps_accounted" else
+                 calibrate_dpsgd_noise(e_ar, d_ar, q, T, accountant=dc["accountant"], conversion=dc["conversion"]))
+    N = int(math.ceil(1.0 / q))
+    epochs_a = (T - 0.5) / N                               # ceil(epochs_a·N/1) = T steps
+    assert dpsgd_steps(N, 1, epochs_a, "poisson") == T
+    lr = float(dc["learning_rate"])
+    M = 1e3
+    X = np.zeros((N, 2))
+    y = np.zeros(N, dtype=np.int64)
+    drift = lr * nu * (sigma * math.sqrt(T) * 10 + T) * (M + 1)   # ≫ any logit movement of the run
+    theta0 = np.zeros((2, 2))
+    theta0[1, 1] = 100.0 + 10 * drift                     # bias feature → class 1 for both canaries
+    u = np.array([[-1.0, 1.0], [0.0, 0.0]]) / math.sqrt(2)  # D's clipped canary gradient direction
+
+    def side(sign):
+        Xs = X.copy()
+        Xs[-1] = (sign * M, 1.0)
+
+        def draw(k):
+            th = dpsgd_softmax(Xs, y, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=epochs_a,
+                               learning_rate=lr, rng=rng, n_runs=k, theta0=theta0, lr_schedule="constant")
+            return -np.einsum("rdc,dc->r", th - theta0, u)
+        out, left = [], trials
+        while left > 0:
+            k = min(2000, left)
+            out.append(draw(k))
+            left -= k
+        return np.concatenate(out)
+
+    s_d, s_dp = side(1.0), side(-1.0)
+    return {"s_d": s_d, "s_dp": s_dp, "delta": delta,
+            "eps_pair": last_iterate_epsilon(T, 1.0 / N, cal_claim.noise_multiplier, delta),
+            "noise_scale": cal.noise_multiplier, "steps": T, "q_audit": 1.0 / N, "q_study": q}
+
+
+def last_iterate_epsilon(steps: int, q: float, sigma: float, delta: float, points: int = 200_001) -> float:
+    """Exact ε(δ) of the last iterate on the DP-SGD audit pair: in units of lr·ν the projected final model is
+    ±K + N(0, Tσ²) with K ~ Bin(T, q) (the canary's sampled steps), on D resp. D′. δ(ε) = ∫ (p − e^ε q)₊ (the
+    hockey-stick divergence; Balle et al. 2018), evaluated on a fine grid; symmetric in the two orders."""
+    from scipy import stats as st
+
+    S = float(sigma) * math.sqrt(steps)
+    mean = q * steps
+    kmax = int(min(steps, math.ceil(mean + 12 * math.sqrt(mean + 1) + 12)))
+    k = np.arange(kmax + 1)
+    w = st.binom.pmf(k, steps, q)
+    lim = kmax + 12 * S
+    y = np.linspace(-lim, lim, points)
+    dy = y[1] - y[0]
+    p = np.zeros_like(y)
+    for kk, ww in zip(k, w):
+        if ww > 1e-16:
+            p += ww * st.norm.pdf(y, kk, S)
+    qd = p[::-1]
+
+    def dlt(e):
+        return float(np.maximum(p - math.exp(e) * qd, 0).sum() * dy)
+
+    if dlt(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while dlt(hi) > delta and hi < 100:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dlt(mid) > delta else (lo, mid)
+    return hi
+
+
+# ---------------------------------------------------------------------------------------------------------
+# wu2016 ch. 3: bolt-on PSGD (output perturbation of PSGD)
+# ---------------------------------------------------------------------------------------------------------
+
+@register(name="bolt_on", label="bolt-on PSGD (wu2016 Alg. 2, strongly convex)", study="wu2016",
+          twins=("noise_x0.5", "noise_x0.1"),
+          notes="ε-DP test (δ = 0) of Fig. 3.2 on a binary dataset: λ, b = 50, 10 passes and m of the study's "
+                "Protein split (the sensitivity 2L/(γ b ⌊m/b⌋) depends on these only); one feature (the "
+                "L2-Laplace calibration does not depend on d). Other records x = 0; canary x = +1 vs −1, y = +1. "
+                "The sampling order is drawn once from a seed shared by both sides (the sensitivity holds for "
+                "every order).")
+def audit_bolt_on(config, epsilon, twin, trials, rng):
+    from dpbench.learn import psgd_many as many
+    from dpbench.learn.private_psgd import output_noise
+
+    w = config["studies"]["wu2016"]
+    m = BOLT_ON_M
+    b = int(w["figures"]["fig3_2"]["batch_size"])
+    passes = int(w["figures"]["fig3_2"]["passes"])
+    lam = float(w["l2"])
+    shared = int(rng.integers(2**62))
+    W0, sens = [], None
+    for sign in (1.0, -1.0):
+        X = np.zeros((m, 1))
+        X[-1, 0] = sign
+        Yk = np.ones((m, 1))
+        _, info = many.bolt_on_many(X, Yk, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
+                                    l2=lam, sc_sensitivity=w["choices"]["sc_sensitivity"])
+        W0.append(info["W0"][0])
+        sens = info["sensitivity"]
+    fD, fP = W0
+    f = _factor(twin)
+    beta = epsilon / sens
+
+    def side(c):
+        return _chunked(trials, lambda k: S.l2_laplace_llr(
+            c[None] + f * output_noise(rng, 1, sens, epsilon, 0.0, size=k)[0], fD, fP, beta))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(beta * np.linalg.norm(fD - fP)),
+            "noise_scale": sens / epsilon}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# wu2016 ch. 4: output perturbation (Alg. 6), objective perturbation (CMS11 Alg. 2), functional mechanism
+# ---------------------------------------------------------------------------------------------------------
+
+def _ch4(config: dict, epsilon: float) -> dict:
+    n, d = CH4_N, CH4_D
+    R = float(config["studies"]["wu2016"]["ch4"]["data_independent_radius"])
+    lam = math.sqrt(d / (n * epsilon))                        # data-independent λ (Fig. 4.1)
+    return {"n": n, "d": d, "R": R, "lam": lam}
+
+
+def _logistic_pair(n: int):
+    X = np.zeros((n, 1))
+    y = np.ones(n)
+    Xd, Xp = X.copy(), X.copy()
+    Xd[-1, 0], Xp[-1, 0] = 1.0, -1.0
+    return (Xd, y), (Xp, y)
+
+
+@register(name="output_perturbation_erm", label="output perturbation (wu2016 Alg. 6)", study="wu2016",
+          twins=("noise_x0.5", "noise_x0.1"),
+          notes="Data-independent OP of Fig. 4.1 (diabetes): R = 1, λ = √(d/(nε)) with the study's n = 614, d = 8, "
+                "thesis sensitivity 4(ρ + λR)/(λn); one feature on the audit pair (Δ does not depend on it). "
+                "The sensitivity bound is ≥ 2× the largest change of the minimiser (tight: 2ρ/(λn)), so no "
+                "test can exceed ≈ ε/2 on any pair.")
+def audit_output_perturbation_erm(config, epsilon, twin, trials, rng):
+    from dpbench.methods.output_perturbation import erm_ball, output_perturbation
+
+    p = _ch4(config, epsilon)
+    (Xd, y), (Xp, _) = _logistic_pair(p["n"])
+    fD = erm_ball("logistic", Xd, y, p["lam"], p["R"])
+    fP = erm_ball("logistic", Xp, y, p["lam"], p["R"])
+    r0 = output_perturbation("logistic", Xd, y, p["lam"], p["R"], epsilon, rng, w_bar=fD)
+    beta = epsilon / r0.sensitivity
+    f = _factor(twin)
+
+    def side(Xs, wb):
+        z = np.array([output_perturbation("logistic", Xs, y, p["lam"], p["R"], epsilon, rng, w_bar=wb).w
+                      for _ in range(trials)])
+        return S.l2_laplace_llr(wb[None] + f * (z - wb[None]), fD, fP, beta)
+
+    return {"s_d": side(Xd, fD), "s_dp": side(Xp, fP), "delta": 0.0,
+            "eps_pair": float(beta * np.linalg.norm(fD - fP)), "noise_scale": r0.sensitivity / epsilon}
+
+
+@register(name="objective_perturbation", label="objective perturbation (CMS11 Alg. 2, wu2016 ch. 4)",
+          study="wu2016", post_training_noise=False, twins=("noise_x0.5", "noise_x0.1"),
+          notes="λ = √(d/(nε)) with n = 614, d = 8 (as output perturbation), R = 1; ε′ and the extra ridge "
+                "depend on (ε, n, λ, c) only. One feature, other records 0, canary ±1 with y = +1. Solved once "
+                "per trial; statistic = the exact log-likelihood ratio of the release (noise density ratio of "
+                "b(w) on D vs D′ times the Jacobian ratio, Chaudhuri et al. 2011 proof of Thm 9), exact for "
+                "interior solutions.")
+def audit_objective_perturbation(config, epsilon, twin, trials, rng):
+    from dpbench.methods.objective_perturbation import objective_perturbation
+
+    p = _ch4(config, epsilon)
+    n = p["n"]
+    (Xd, y), (Xp, _) = _logistic_pair(n)
+    f = _factor(twin)
+
+    def b_and_jac(w, x):     # b = −n(∇L(w) + Λw) for the canary (x, y = 1); Jacobian n·∇²F
+        m = float(w[0] * x)
+        s = 1.0 / (1.0 + math.exp(m))             # σ(−m)
+        return x * s - n * lam_tot * w[0], n * lam_tot + x * x * s * (1 - s)
+
+    out = {}
+    for key, X in (("s_d", Xd), ("s_dp", Xp)):
+        vals = np.empty(trials)
+        for t in range(trials):
+            r = objective_perturbation("logistic", X, y, p["lam"], p["R"], epsilon, rng, noise_factor=f)
+            lam_tot = r.lam + r.extra_lam
+            beta = 1.0 / r.noise_scale
+            bD, jD = b_and_jac(r.w, 1.0)
+            bP, jP = b_and_jac(r.w, -1.0)
+            vals[t] = beta * (abs(bP) - abs(bD)) + math.log(jD / jP)
+        out[key] = vals
+    return {**out, "delta": 0.0, "eps_pair": float("nan"), "noise_scale": r.noise_scale}
+
+
+@register(name="functional_mechanism", label="functional mechanism (Zhang et al. 2012; wu2016 ch. 4)",
+          study="wu2016", twins=("noise_x0.5", "noise_x0.25"),
+          notes="Logistic FM on the study's box domain with d = 8 (diabetes): Δ = d²/4 + d depends on d, so d is "
+                "the study's. White-box: the noisy objective coefficients (M, c) are audited (the model is "
+                "post-processing of them). Pair: other records 0, canary x = 𝟙 with y = 0 vs y = 1: M is "
+                "unchanged and c moves by 𝟙 (L1 distance d = Δ/(d/4 + 1), ε_pair = ε/3 at d = 8). No pair of "
+                "box records reaches Δ (at most ≈ d²/8 + d/2 = Δ/2, e.g. 𝟙 vs the zero record, spread over "
+                "d² + d coordinates, where the Laplace privacy loss concentrates far below its maximum); the "
+                "label pair puts its whole distance on d coordinates, which a finite audit can reach.")
+def audit_functional_mechanism(config, epsilon, twin, trials, rng):
+    from dpbench.methods.functional_mechanism import fm_logistic_objective, fm_logistic_sensitivity, fm_perturb
+
+    p = _ch4(config, epsilon)
+    n, d = p["n"], p["d"]
+    domain = config["studies"]["wu2016"]["ch4"]["fm"]["domain"]
+    X = np.zeros((n, d))
+    X[-1] = 1.0
+    y, yp = np.zeros(n), np.zeros(n)
+    yp[-1] = 1.0
+    sens = fm_logistic_sensitivity(d, domain)
+    (MD, cD), (MP, cP) = fm_logistic_objective(X, y), fm_logistic_objective(X, yp)
+    fD, fP = np.r_[MD.ravel(), cD], np.r_[MP.ravel(), cP]
+    scale = sens / epsilon
+    f = _factor(twin)
+
+    def side(M, c):
+        def draw(k):
+            Mn, cn = fm_perturb(M, c, sens, epsilon, rng, size=k, noise_factor=f)
+            return S.laplace_llr(np.concatenate([Mn.reshape(k, -1), cn], axis=1), fD, fP, scale)
+        return _chunked(trials, draw)
+
+    return {"s_d": side(MD, cD), "s_dp": side(MP, cP), "delta": 0.0,
+            "eps_pair": float(np.abs(fD - fP).sum() / scale), "noise_scale": scale}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# estimation study: clipped mean (Laplace ℓ1 / Gaussian ℓ2), local-DP 1-D mean
+# ---------------------------------------------------------------------------------------------------------
+
+def _mean_setup(config):
+    fc = config["studies"]["estimation"]["figures"]["mean_vs_d"]
+    from dpbench.studies.estimation import mean_clip
+    n = int(fc["n"])
+    d = int(min(fc["dims"]))
+    return fc, n, d, mean_clip(fc, n, d)
+
+
+def _mean_pair(n, d, B):
+    X = np.zeros((n, d))
+    Xd, Xp = X.copy(), X.copy()
+    Xd[-1], Xp[-1] = B, -B          # replace one row: all +B vs all −B (tight in ℓ1 and ℓ2)
+    return Xd, Xp
+
+
+@register(name="mean_laplace", label="clipped mean, Laplace ℓ1 (estimation)", study="estimation",
+          twins=("noise_x0.5", "bug_l2_sensitivity"),
+          notes="n = 2000 and the clip bound B of the study's mean_vs_d, its smallest d = 4 (the privacy loss of "
+                "d-dimensional Laplace noise concentrates as d grows). Pair: one row +B·𝟙 vs −B·𝟙 (the ℓ1 "
+                "sensitivity is attained). Bug twin: Laplace noise calibrated to the ℓ2 sensitivity (√d smaller).")
+def audit_mean_laplace(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+
+    fc, n, d, B = _mean_setup(config)
+    l1, l2 = est.mean_sensitivity(n, d, B)
+    cal = est.calibrate("laplace", l2 if twin == "bug_l2_sensitivity" else l1, l2, epsilon)
+    cal_claim = est.calibrate("laplace", l1, l2, epsilon)
+    Xd, Xp = _mean_pair(n, d, B)
+    fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    f = _factor(twin)
+
+    def side(c):
+        return _chunked(trials, lambda k: S.laplace_llr(c[None] + f * (est.release(c, cal, rng, size=k) - c[None]),
+                                                        fD, fP, cal_claim.scale))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(np.abs(fD - fP).sum() / cal_claim.scale),
+            "noise_scale": cal_claim.scale}
+
+
+@register(name="mean_gaussian", label="clipped mean, analytic Gaussian ℓ2 (estimation)", study="estimation",
+          pure=False,
+          notes="As mean_laplace with the analytic-Gaussian σ at the study's δ = 1e-5 (the classic σ is only "
+                "defined for ε < 1, so at ε ≥ 1 the study's analytic calibration is audited). Statistic: the "
+                "projection on f(D) − f(D′) (optimal for isotropic Gaussian noise).")
+def audit_mean_gaussian(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+
+    fc, n, d, B = _mean_setup(config)
+    delta = float(fc["delta"])
+    l1, l2 = est.mean_sensitivity(n, d, B)
+    cal = est.calibrate("gaussian_analytic", l1, l2, epsilon, delta)
+    Xd, Xp = _mean_pair(n, d, B)
+    fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    f = _factor(twin)
+
+    def side(c):
+        return _chunked(trials, lambda k: S.gaussian_llr(c[None] + f * (est.release(c, cal, rng, size=k) - c[None]),
+                                                         fD, fP, cal.scale))
+
+    mu = float(np.linalg.norm(fD - fP) / cal.scale)
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": delta, "eps_pair": S.gaussian_epsilon(mu, delta),
+            "noise_scale": cal.scale}
+
+
+@register(name="ldp_mean", label="local-DP report, clip + Lap(2B/ε) (estimation)", study="estimation",
+          notes="One user's report (ε-LDP in that user's value): the study's ldp_vs_n clip bound at its largest "
+                "n; pair: values +B vs −B (the range 2B is attained).")
+def audit_ldp_mean(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+    from dpbench.studies.estimation import ldp_clip
+
+    fc = config["studies"]["estimation"]["figures"]["ldp_vs_n"]
+    B = ldp_clip(fc, int(max(fc["ns"])))
+    scale = est.ldp_scale(B, epsilon)
+    f = _factor(twin)
+    fD, fP = np.array([B]), np.array([-B])
+
+    def side(c):
+        return _chunked(trials, lambda k: S.laplace_llr(
+            c[None] + f * (est.ldp_release(c, B, epsilon, rng, size=k) - c[None]), fD, fP, scale))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": 2 * B / scale, "noise_scale": scale}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# song2018 ch. 4: local-DP SGD reports (oracle (4.5))
+# ---------------------------------------------------------------------------------------------------------
+
+@register(name="ldp_sgd_report", label="local-DP SGD report (song2018 oracle (4.5))", study="song2018",
+          notes="One report λw + ∇ℓ(w; x, y) + Z, Z ∝ exp(−(ε/2)‖z‖) (the calibration, Δ = 2, does not depend "
+                "on d; two features). λ of ch. 4. The auditor picks the public model w = (0, −W) and the records "
+                "x = (±cos a, sin a), y = +1 with W·sin a ≫ 1: both gradients have norm ≈ 1 and are nearly "
+                "opposite, so they differ by ≈ 2 = Δ.")
+def audit_ldp_sgd_report(config, epsilon, twin, trials, rng):
+    from dpbench.learn.ldp_sgd import gdp_reports
+
+    lam = float(config["studies"]["song2018"]["ch4"]["l2"])
+    a = 0.05
+    w = np.array([0.0, -400.0])
+    xD = np.array([[math.cos(a), math.sin(a)]])
+    xP = np.array([[-math.cos(a), math.sin(a)]])
+    y = np.array([1.0])
+    f = _factor(twin)
+    zero = np.random.default_rng(0)
+    cD = gdp_reports(w, xD, y, 1e300, lam, zero)[0]     # ε → ∞: the noiseless report (noise ∝ 1/ε ≈ 0)
+    cP = gdp_reports(w, xP, y, 1e300, lam, zero)[0]
+    beta = epsilon / 2.0
+
+    def side(x, c):
+        def draw(k):
+            z = gdp_reports(w, np.repeat(x, k, axis=0), np.repeat(y, k), epsilon, lam, rng)
+            return S.l2_laplace_llr(c[None] + f * (z - c[None]), cD, cP, beta)
+        return _chunked(trials, draw)
+
+    return {"s_d": side(xD, cD), "s_dp": side(xP, cP), "delta": 0.0,
+            "eps_pair": float(beta * np.linalg.norm(cD - cP)), "noise_scale": 2.0 / epsilon}
