@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dpbench.fsmode import as_created
+
 log = logging.getLogger(__name__)
 
 def content_key(obj: Any) -> str:
@@ -48,6 +50,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        as_created(fd)  # mkstemp makes 0600: give the file the user's umask, as open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
