@@ -109,7 +109,7 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
         if spec.substitute_note:
             what.insert(0, "SUBSTITUTE EXPERIMENT (MLP on digits, not ResNet-20 on CIFAR-10)")
         ax.text(0.02, 0.98, "\n".join(what), transform=ax.transAxes,
-                fontsize=7, va="top", color="darkred",
+                fontsize=7, va="top", color="darkred", gid=LABEL_GID, zorder=10,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
     fig.tight_layout()
     return save_figure(fig, out, caption_text(spec, deviations, df))
@@ -120,6 +120,7 @@ def save_figure(fig, out: str | Path, caption: str) -> str:
     import io
 
     out = Path(out)
+    declutter(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     _pyplot().close(fig)
@@ -146,7 +147,7 @@ def substitute_box(ax, variants, fontsize: float = 6.5) -> None:
     names = [variants] if isinstance(variants, str) else list(variants)
     if names:
         ax.text(0.02, 0.02, "SUBSTITUTE DATA: " + ", ".join(names), transform=ax.transAxes, fontsize=fontsize,
-                color="darkred", va="bottom", zorder=10,
+                color="darkred", va="bottom", zorder=10, gid=LABEL_GID,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
@@ -167,3 +168,138 @@ def mean_std_band(ax, g: pd.DataFrame, label: str, xcol: str = "x", alpha: float
     x, m, sd = s.index.to_numpy(), s["mean"].to_numpy(), s["std"].fillna(0).to_numpy()
     ax.plot(x, m, label=label, **style)
     ax.fill_between(x, m - sd, m + sd, color=style.get("color"), alpha=alpha, linewidth=0)
+
+
+# -- text over data: labels and legends are moved where they cover no data ---------------------------------------
+
+#: gid of the labels (e.g. "SUBSTITUTE DATA") that :func:`declutter` may move to a free corner of their axes
+LABEL_GID = "dpbench-label"
+_CORNERS = ((0.02, 0.98, "left", "top"), (0.98, 0.98, "right", "top"), (0.02, 0.02, "left", "bottom"),
+            (0.98, 0.02, "right", "bottom"), (0.5, 0.98, "center", "top"), (0.5, 0.02, "center", "bottom"),
+            (0.02, 0.5, "left", "center"), (0.98, 0.5, "right", "center"))
+_LEGEND_LOCS = ("upper right", "upper left", "lower left", "lower right", "center right", "center left",
+                "upper center", "lower center", "center")
+
+
+def data_points(ax, per_segment: int = 40) -> np.ndarray:
+    """Display coordinates (pixels) of the data drawn in ``ax`` — every line (densified between vertices),
+    marker and error bar — inside the axes; shape (n, 2)."""
+    pts = []
+
+    def add(xy, transform, dense):
+        xy = np.asarray(xy, dtype=float)
+        if xy.ndim != 2 or len(xy) == 0:
+            return
+        with np.errstate(all="ignore"):
+            d = transform.transform(xy)
+        d = d[np.isfinite(d).all(axis=1)]
+        if dense and len(d) > 1:
+            t = np.linspace(0, 1, per_segment)[None, :, None]
+            d = (d[:-1, None, :] * (1 - t) + d[1:, None, :] * t).reshape(-1, 2)
+        pts.append(d)
+
+    from matplotlib.collections import LineCollection
+
+    for line in ax.get_lines():
+        if not line.get_visible():
+            continue
+        add(line.get_xydata(), line.get_transform(), line.get_linestyle() not in ("None", "", " "))
+    for c in ax.collections:
+        if isinstance(c, LineCollection) and c.get_visible():  # error bars
+            for seg in c.get_segments():
+                add(seg, c.get_transform(), True)
+    if not pts:
+        return np.zeros((0, 2))
+    p = np.vstack(pts)
+    bb = ax.get_window_extent()
+    inside = (p[:, 0] >= bb.x0) & (p[:, 0] <= bb.x1) & (p[:, 1] >= bb.y0) & (p[:, 1] <= bb.y1)
+    return p[inside]
+
+
+def _covered(bbox, pts: np.ndarray, pad: float = 1.0) -> int:
+    if bbox is None or not len(pts):
+        return 0
+    return int(((pts[:, 0] >= bbox.x0 - pad) & (pts[:, 0] <= bbox.x1 + pad)
+                & (pts[:, 1] >= bbox.y0 - pad) & (pts[:, 1] <= bbox.y1 + pad)).sum())
+
+
+def _labels(ax) -> list:
+    return [t for t in ax.texts if t.get_gid() == LABEL_GID and t.get_visible()]
+
+
+def _bbox(artist, renderer):
+    try:
+        return artist.get_window_extent(renderer)
+    except (RuntimeError, ValueError):
+        return None
+
+
+def overlaps(fig) -> list[str]:
+    """Text over data in ``fig``: every label (``LABEL_GID``) or legend whose box covers data points of its axes,
+    and every label that overlaps a legend — as descriptions (empty when the figure is clean). Figure-level
+    legends are checked against the data of every axes."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out = []
+    for i, ax in enumerate(fig.axes):
+        pts = data_points(ax)
+        leg = ax.get_legend()
+        boxes = [("label " + repr(t.get_text()[:40]), _bbox(t, r)) for t in _labels(ax)]
+        if leg is not None and leg.get_visible():
+            boxes.append(("legend", _bbox(leg, r)))
+        for name, bb in boxes:
+            if (n := _covered(bb, pts)):
+                out.append(f"axes {i} ({ax.get_title()[:30]!r}): {name} covers {n} data points")
+        lb = _bbox(leg, r) if leg is not None and leg.get_visible() else None
+        for t in _labels(ax):
+            tb = _bbox(t, r)
+            if lb is not None and tb is not None and tb.overlaps(lb):
+                out.append(f"axes {i}: label {t.get_text()[:40]!r} overlaps the legend")
+        for fl in fig.legends:
+            if (n := _covered(_bbox(fl, r), pts)):
+                out.append(f"axes {i}: figure legend covers {n} data points")
+    return out
+
+
+def declutter(fig) -> None:
+    """Move every label (``LABEL_GID``) and axes legend of ``fig`` to where it covers no data: the label to the
+    first free corner of its axes (its own position first), the legend to the first free location (its own
+    first); where none is free, the position covering the fewest data points. Labels and legends avoid each
+    other. Called by :func:`save_figure` on every figure."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        pts = data_points(ax)
+        leg = ax.get_legend()
+        placed = []
+        for t in _labels(ax):
+            best, best_cost = None, None
+            x0, y0 = t.get_position()
+            cands = [(x0, y0, t.get_ha(), t.get_va())] + [c for c in _CORNERS if c[:2] != (x0, y0)]
+            for x, y, ha, va in cands:
+                t.set_position((x, y))
+                t.set_ha(ha)
+                t.set_va(va)
+                bb = _bbox(t, r)
+                cost = _covered(bb, pts) + 1000 * sum(bb.overlaps(o) for o in placed if bb is not None)
+                if best_cost is None or cost < best_cost:
+                    best, best_cost = (x, y, ha, va), cost
+                if cost == 0:
+                    break
+            x, y, ha, va = best
+            t.set_position((x, y))
+            t.set_ha(ha)
+            t.set_va(va)
+            placed.append(_bbox(t, r))
+        if leg is not None and leg.get_visible():
+            locs = [leg._loc] + [loc for loc in _LEGEND_LOCS]  # noqa: SLF001 - its current location first
+            best, best_cost = None, None
+            for loc in locs:
+                leg.set_loc(loc)
+                bb = _bbox(leg, r)
+                cost = _covered(bb, pts) + 1000 * sum(bb.overlaps(o) for o in placed if bb is not None and o is not None)
+                if best_cost is None or cost < best_cost:
+                    best, best_cost = loc, cost
+                if cost == 0:
+                    break
+            leg.set_loc(best)

@@ -595,10 +595,25 @@ def _plt():
     return plt
 
 
+TPR_FLOOR = 1e-4  # where a TPR of 0 is drawn on the log axis of the TPR at FPR = 1e-3 panel
+
+
+def _rate_errorbars(v, half, floor: float | None = None):
+    """(points, yerr) of rates ``v`` ± ``half``, the interval clipped to [0, 1]; with ``floor`` (a log axis) a 0
+    and interval ends below the floor are drawn at the floor."""
+    v = np.asarray(v, dtype=float)
+    lo, hi = np.clip(v - half, 0, 1), np.clip(v + half, 0, 1)
+    if floor is not None:
+        v, lo = np.maximum(v, floor), np.maximum(lo, floor)
+    return v, np.vstack([v - lo, np.maximum(hi - v, 0)])
+
+
 def _sub_label(ax, df):
+    from dpbench.plot import LABEL_GID  # save_figure moves such labels off the data
+
     if df["is_substitute"].any():
         ax.text(0.02, 0.98, "SUBSTITUTE DATA: " + ", ".join(sorted(df.loc[df["is_substitute"], "dataset_variant"].unique())),
-                transform=ax.transAxes, fontsize=6, va="top", color="darkred",
+                transform=ax.transAxes, fontsize=6, va="top", color="darkred", gid=LABEL_GID, zorder=10,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
@@ -641,26 +656,30 @@ def _plot_attack(plt, cfg, name, df, alpha):
                 ax.axhline(v, color="black", linestyle="--", linewidth=1.3,
                            label=f"non-private (ε = ∞): {v:.3f} [{ATTACK_LABELS[b['attack'].iloc[0]]}]")
                 continue
+            v = b[metric].to_numpy(float)
             if metric in ("accuracy", "advantage"):
-                err = np.vstack([b[metric] - b[f"{metric}_lo"], b[f"{metric}_hi"] - b[metric]])
+                err = np.vstack([v - b[f"{metric}_lo"].to_numpy(float), b[f"{metric}_hi"].to_numpy(float) - v])
             else:
-                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models,
-                v = b[metric].to_numpy(float)                      # clipped to [0, 1]
-                err = np.vstack([np.minimum(half, v), np.minimum(half, 1 - v)])
-            ax.errorbar(b["epsilon"], b[metric], yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
+                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models
+                v, err = _rate_errorbars(v, half, TPR_FLOOR if metric == "tpr_at_fpr_1e-3" else None)
+            ax.errorbar(b["epsilon"], v, yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
         ax.set_xscale("log")
         ax.set_xlabel("ε (replace-one)")
         ax.set_ylabel(label + " (strongest attack)")
-        if metric == "tpr_at_fpr_1e-3":
-            ax.set_yscale("symlog", linthresh=1e-3)
+        if metric == "tpr_at_fpr_1e-3":  # a rate: log axis, 0 drawn at the floor, nothing below 0 or above 1
+            ax.set_yscale("log")
+            ax.set_ylim(TPR_FLOOR / 1.5, 1.5)
+            ax.set_ylabel(f"{label} (strongest attack)\n0 drawn at 1e{int(round(np.log10(TPR_FLOOR)))}")
         ax.grid(True, which="both", alpha=0.25)
         _sub_label(ax, df)
-    axes[0, 0].legend(fontsize=6, loc="lower right", framealpha=0.85)
+    # one legend for the four panels, below them: it covers no curve
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
     d = name[len("fig_attack_"):]
     fig.suptitle(f"{STUDY} {name}: membership inference vs ε, {mc.DATASET_LABELS[d]} (n = "
                  f"{int(df['n_members'].iloc[0])} members + non-members × {int(df['rep'].max()) + 1} reps, "
                  f"{int(df['shadow_models'].iloc[0])} shadow models)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.015 + 0.022 * -(-len(labels) // 3), 1, 1))
     return fig
 
 
