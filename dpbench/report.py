@@ -101,3 +101,65 @@ def anchors_html(checks: pd.DataFrame, extra: str = "", lead: str = "") -> str:
             "style='border-collapse:collapse;font-family:sans-serif;font-size:13px'>"
             "<tr><th>claim</th><th>figure</th><th>paper</th><th>measured</th><th>verdict</th><th>grid</th></tr>"
             f"{rows}</table>{extra}</body></html>")
+
+
+# -- report pages: figure labels and the per-study overview (title, thumbnail and caption side by side) ---------
+
+
+def figure_label(config: dict, study_name: str, figure: str) -> str:
+    """'fig1a — <title>' (+ the reduced-grid mark): the one label of a figure in the Snakemake report's lists (one
+    label only: the report turns a second label with two values into a toggle)."""
+    from dpbench.studies import study
+
+    spec = study(study_name).figure(figure)
+    red = f" ({V.REDUCED_LABEL})" if V.reduced_grid(config, study_name, figure) else ""
+    return f"{figure} — {spec.title}{red}"
+
+
+def anchors_label(anchors_parquet: str | Path) -> str:
+    """The verdict counts of an anchors.parquet, for the report's list of pages."""
+    p = Path(anchors_parquet)
+    if not p.exists():
+        return "anchor checks"
+    return "anchor checks — " + summary_line(normalise_checks(pd.read_parquet(p)))
+
+
+def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet: str | Path | None = None) -> str:
+    """One page per study: the verdict counts, then every figure as a titled thumbnail (click: full size) with its
+    caption and deviation notes beside it, each marked when computed on a reduced grid."""
+    import base64
+
+    from dpbench.studies import study
+
+    st = study(study_name)
+    head = f"<h2>{html.escape(study_name)}: figures and captions</h2>"
+    if anchors_parquet is not None and Path(anchors_parquet).exists():
+        head += f"<p><b>{html.escape(anchors_label(anchors_parquet))}</b> (see the anchor-check page)</p>"
+    if V.reduced_grid(config, study_name):
+        head += (f"<p style='color:#b36b00;font-weight:bold'>{V.REDUCED_LABEL.capitalize()}: this run's configuration "
+                 "is smaller than the study's full grid (config.yaml).</p>")
+    items = []
+    for png in pngs:
+        p = Path(png)
+        fig = p.stem
+        spec = st.figure(fig)
+        uri = "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+        cap_path = p.with_suffix(".txt")
+        caption = cap_path.read_text() if cap_path.exists() else spec.caption
+        paras = "".join(f"<p>{html.escape(line)}</p>" for line in caption.splitlines() if line.strip())
+        red = (f" <span style='color:#b36b00'>({V.REDUCED_LABEL})</span>"
+               if V.reduced_grid(config, study_name, fig) else "")
+        items.append(
+            f"<div id='{html.escape(fig)}' style='margin:18px 0;padding-top:8px;border-top:1px solid #ccc'>"
+            f"<h3 style='margin:4px 0'>{html.escape(fig)}: {html.escape(spec.title)}{red}</h3>"
+            "<div style='display:flex;gap:18px;align-items:flex-start'>"
+            f"<a href='{uri}' target='_blank' title='full size'><img src='{uri}' alt='{html.escape(fig)}' "
+            "style='width:460px;flex:none;border:1px solid #ddd'></a>"
+            f"<div style='font-size:13px;max-width:640px'>{paras}</div></div></div>")
+    toc = " · ".join(f"<a href='#{html.escape(Path(p).stem)}'>{html.escape(Path(p).stem)}</a>" for p in pngs)
+    return ("<html><head><meta charset='utf-8'><title>" + html.escape(study_name) + "</title></head>"
+            "<body style='font-family:sans-serif'>" + head + f"<p>{toc}</p>" + "".join(items) + "</body></html>")
+
+
+def write_gallery(config: dict, study_name: str, pngs: list[str], anchors_parquet, out_html) -> None:
+    atomic_write_bytes(Path(out_html), gallery_html(config, study_name, pngs, anchors_parquet).encode())
