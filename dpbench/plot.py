@@ -122,7 +122,7 @@ def save_figure(fig, out: str | Path, caption: str) -> str:
     out = Path(out)
     declutter(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", **({"bbox_inches": "tight"} if getattr(fig, "_dpbench_tight", False) else {}))
     _pyplot().close(fig)
     atomic_write_bytes(out, buf.getvalue())
     atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
@@ -216,6 +216,30 @@ def data_points(ax, per_segment: int = 40) -> np.ndarray:
     return p[inside]
 
 
+def _bands(ax) -> list:
+    """Display-coordinate paths of the filled bands (± std) of ``ax``."""
+    from matplotlib.collections import PolyCollection
+
+    out = []
+    for c in ax.collections:
+        if isinstance(c, PolyCollection) and c.get_visible():
+            t = c.get_transform()
+            out += [t.transform_path(p) for p in c.get_paths()]
+    return out
+
+
+def _band_cover(bbox, bands, n: int = 6) -> float:
+    """Fraction of an n×n grid of points in ``bbox`` that lies inside some band."""
+    if bbox is None or not bands:
+        return 0.0
+    gx, gy = np.meshgrid(np.linspace(bbox.x0, bbox.x1, n), np.linspace(bbox.y0, bbox.y1, n))
+    grid = np.column_stack([gx.ravel(), gy.ravel()])
+    inside = np.zeros(len(grid), dtype=bool)
+    for path in bands:
+        inside |= path.contains_points(grid)
+    return float(inside.mean())
+
+
 def _covered(bbox, pts: np.ndarray, pad: float = 1.0) -> int:
     if bbox is None or not len(pts):
         return 0
@@ -262,44 +286,69 @@ def overlaps(fig) -> list[str]:
 
 
 def declutter(fig) -> None:
-    """Move every label (``LABEL_GID``) and axes legend of ``fig`` to where it covers no data: the label to the
-    first free corner of its axes (its own position first), the legend to the first free location (its own
-    first); where none is free, the position covering the fewest data points. Labels and legends avoid each
-    other. Called by :func:`save_figure` on every figure."""
+    """Move every label (``LABEL_GID``) and axes legend of ``fig`` to where it covers no data: each legend
+    location (its own first, then the usual nine) is tried with the labels placed greedily in the first free
+    corner of their axes (their own position first), avoiding the legend and each other; the combination
+    covering the fewest data points wins (lines, markers and error bars count fully, the ± std bands half).
+    A single panel whose legend finds no free place gets it beside the panel, on the right. Called by :func:`save_figure` on every figure."""
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     for ax in fig.axes:
-        pts = data_points(ax)
+        labels = _labels(ax)
         leg = ax.get_legend()
-        placed = []
-        for t in _labels(ax):
-            best, best_cost = None, None
-            x0, y0 = t.get_position()
-            cands = [(x0, y0, t.get_ha(), t.get_va())] + [c for c in _CORNERS if c[:2] != (x0, y0)]
-            for x, y, ha, va in cands:
-                t.set_position((x, y))
-                t.set_ha(ha)
-                t.set_va(va)
-                bb = _bbox(t, r)
-                cost = _covered(bb, pts) + 1000 * sum(bb.overlaps(o) for o in placed if bb is not None)
-                if best_cost is None or cost < best_cost:
-                    best, best_cost = (x, y, ha, va), cost
-                if cost == 0:
-                    break
-            x, y, ha, va = best
-            t.set_position((x, y))
-            t.set_ha(ha)
-            t.set_va(va)
-            placed.append(_bbox(t, r))
-        if leg is not None and leg.get_visible():
-            locs = [leg._loc] + [loc for loc in _LEGEND_LOCS]  # noqa: SLF001 - its current location first
-            best, best_cost = None, None
-            for loc in locs:
-                leg.set_loc(loc)
-                bb = _bbox(leg, r)
-                cost = _covered(bb, pts) + 1000 * sum(bb.overlaps(o) for o in placed if bb is not None and o is not None)
-                if best_cost is None or cost < best_cost:
-                    best, best_cost = loc, cost
-                if cost == 0:
-                    break
-            leg.set_loc(best)
+        if leg is not None and not leg.get_visible():
+            leg = None
+        if not labels and leg is None:
+            continue
+        pts, bands = data_points(ax), _bands(ax)
+        home = [(t.get_position()[0], t.get_position()[1], t.get_ha(), t.get_va()) for t in labels]
+
+        def cost_of(bb, avoid):
+            if bb is None:
+                return 0.0
+            return (_covered(bb, pts) + 0.5 * _band_cover(bb, bands)
+                    + 1000 * sum(bool(o is not None and bb.overlaps(o)) for o in avoid))
+
+        def place_labels(avoid):
+            total, spots = 0.0, []
+            for t, h in zip(labels, home):
+                best = None
+                for cand in [h] + [c for c in _CORNERS if c[:2] != h[:2]]:
+                    t.set_position(cand[:2])
+                    t.set_ha(cand[2])
+                    t.set_va(cand[3])
+                    c = cost_of(_bbox(t, r), avoid)
+                    if best is None or c < best[0]:
+                        best = (c, cand)
+                    if c == 0:
+                        break
+                t.set_position(best[1][:2])
+                t.set_ha(best[1][2])
+                t.set_va(best[1][3])
+                avoid = avoid + [_bbox(t, r)]
+                total += best[0]
+                spots.append(best[1])
+            return total, spots
+
+        if leg is None:
+            place_labels([])
+            continue
+        own = [] if leg._loc == 0 else [leg._loc]  # noqa: SLF001 - "best" is decided at draw time: not measurable
+        best = None
+        for loc in own + list(_LEGEND_LOCS):
+            leg.set_loc(loc)
+            lb = _bbox(leg, r)
+            c = cost_of(lb, [])
+            lab, _ = place_labels([lb])
+            if best is None or c + lab < best[0]:
+                best = (c + lab, loc)
+            if c + lab == 0:
+                break
+        if best[0] >= 1 and len(fig.axes) == 1:  # no free place inside a single panel: beside it, on the right
+            leg.set_loc("upper left")
+            leg.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+            fig._dpbench_tight = True  # save_figure widens the image to hold it
+            place_labels([])
+            continue
+        leg.set_loc(best[1])
+        place_labels([_bbox(leg, r)])

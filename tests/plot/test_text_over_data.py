@@ -76,3 +76,17 @@ def test_membership_rate_error_bars_clipped_and_floored(tpr):
     assert v[0] + err[1, 0] == pytest.approx(min(tpr + 0.5, 1))
     v, err = M._rate_errorbars(np.array([tpr]), np.array([0.5]))  # linear panels (AUC): clipped to [0, 1]
     assert v[0] - err[0, 0] == pytest.approx(max(tpr - 0.5, 0)) and v[0] + err[1, 0] <= 1
+
+
+def test_crowded_single_panel_gets_its_legend_beside_it():
+    plt = P._pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    x = np.linspace(0, 1, 30)
+    for k in range(12):  # lines everywhere: no inside location is free
+        ax.plot(x, (k / 12 + 0.3 * x) % 1.0, label=f"series {k}")
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper left", fontsize=7)
+    assert P.overlaps(fig)
+    P.declutter(fig)
+    assert P.overlaps(fig) == [] and getattr(fig, "_dpbench_tight", False)
+    plt.close(fig)
