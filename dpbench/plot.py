@@ -176,7 +176,9 @@ def mean_std_band(ax, g: pd.DataFrame, label: str, xcol: str = "x", alpha: float
 LABEL_GID = "dpbench-label"
 _CORNERS = ((0.02, 0.98, "left", "top"), (0.98, 0.98, "right", "top"), (0.02, 0.02, "left", "bottom"),
             (0.98, 0.02, "right", "bottom"), (0.5, 0.98, "center", "top"), (0.5, 0.02, "center", "bottom"),
-            (0.02, 0.5, "left", "center"), (0.98, 0.5, "right", "center"))
+            (0.02, 0.5, "left", "center"), (0.98, 0.5, "right", "center")) + tuple(
+    (x, y, ha, "center") for y in (0.8, 0.65, 0.35, 0.2) for x, ha in ((0.02, "left"), (0.98, "right"), (0.5, "center"))
+) + tuple((x, y, "center", va) for x in (0.3, 0.7) for y, va in ((0.98, "top"), (0.02, "bottom")))
 _LEGEND_LOCS = ("upper right", "upper left", "lower left", "lower right", "center right", "center left",
                 "upper center", "lower center", "center")
 
@@ -309,19 +311,28 @@ def declutter(fig) -> None:
             return (_covered(bb, pts) + 0.5 * _band_cover(bb, bands)
                     + 1000 * sum(bool(o is not None and bb.overlaps(o)) for o in avoid))
 
+        texts = [t.get_text() for t in labels]
+
         def place_labels(avoid):
             total, spots = 0.0, []
-            for t, h in zip(labels, home):
+            for t, h, text in zip(labels, home, texts):
                 best = None
-                for cand in [h] + [c for c in _CORNERS if c[:2] != h[:2]]:
-                    t.set_position(cand[:2])
-                    t.set_ha(cand[2])
-                    t.set_va(cand[3])
-                    c = cost_of(_bbox(t, r), avoid)
-                    if best is None or c < best[0]:
-                        best = (c, cand)
-                    if c == 0:
+                # the text as it is, then wrapped after its first ": " (narrower), at each candidate position
+                variants = [text] + ([text.replace(": ", ":\n", 1)] if ": " in text and "\n" not in text else [])
+                for txt in variants:
+                    t.set_text(txt)
+                    for cand in [h] + [c for c in _CORNERS if c[:2] != h[:2]]:
+                        t.set_position(cand[:2])
+                        t.set_ha(cand[2])
+                        t.set_va(cand[3])
+                        c = cost_of(_bbox(t, r), avoid)
+                        if best is None or c < best[0]:
+                            best = (c, cand, txt)
+                        if c == 0:
+                            break
+                    if best[0] == 0:
                         break
+                t.set_text(best[2])
                 t.set_position(best[1][:2])
                 t.set_ha(best[1][2])
                 t.set_va(best[1][3])

@@ -598,6 +598,19 @@ def _plt():
 TPR_FLOOR = 1e-4  # where a TPR of 0 is drawn on the log axis of the TPR at FPR = 1e-3 panel
 
 
+def _figure_legend(fig, axes, ncol: int = 3) -> None:
+    """One legend below all panels with every series of any panel (the datasets have different method sets),
+    and the layout tightened above it: no legend over a curve."""
+    seen: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    rows = -(-len(seen) // ncol)
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, min(0.4, (0.12 + 0.17 * rows) / height), 1, 1))
+
+
 def _rate_errorbars(v, half, floor: float | None = None):
     """(points, yerr) of rates ``v`` ± ``half``, the interval clipped to [0, 1]; with ``floor`` (a log axis) a 0
     and interval ends below the floor are drawn at the floor."""
@@ -696,7 +709,7 @@ def _plot_roc(plt, cfg, df):
         for j, e in enumerate(epss):
             ax = axes[i, j]
             ax.plot(g, g, color="gray", linestyle=":", linewidth=1)
-            ax.plot(g, B.tpr_bound(g, e, 0.0), color="0.6", linewidth=3, alpha=0.6, label=f"ε-DP bound, ε = {e:g}")
+            ax.plot(g, B.tpr_bound(g, e, 0.0), color="0.6", linewidth=3, alpha=0.6, label="ε-DP bound at the panel's ε")
             for m in mc.methods_for(d):
                 sel = r[(r["dataset"] == d) & (r["method"] == m) & ((r["epsilon"] == e) | (m == "non_private"))]
                 if sel.empty:
@@ -713,9 +726,8 @@ def _plot_roc(plt, cfg, df):
             ax.set_ylabel("TPR")
             ax.grid(True, which="both", alpha=0.2)
             _sub_label(ax, r[r["dataset"] == d])
-    axes[0, 0].legend(fontsize=5, loc="lower right", framealpha=0.85)
     fig.suptitle(f"{STUDY} fig_roc: {ATTACK_LABELS[attack]} ROC (log-log), mean over repetitions", fontsize=9)
-    fig.tight_layout()
+    _figure_legend(fig, axes.ravel(), ncol=4)
     return fig
 
 
@@ -741,9 +753,8 @@ def _plot_eps(plt, cfg, df, alpha):
         ax.set_title(mc.DATASET_LABELS[d], fontsize=9)
         ax.grid(True, which="both", alpha=0.25)
         _sub_label(ax, df[df["dataset"] == d])
-    axes[0, 0].legend(fontsize=6, loc="upper left", framealpha=0.85)
     fig.suptitle(f"{STUDY} fig_eps_lower_bound: strongest attack per method and ε", fontsize=9)
-    fig.tight_layout()
+    _figure_legend(fig, axes.ravel(), ncol=4)
     return fig
 
 
