@@ -305,10 +305,14 @@ def declutter(fig) -> None:
         pts, bands = data_points(ax), _bands(ax)
         home = [(t.get_position()[0], t.get_position()[1], t.get_ha(), t.get_va()) for t in labels]
 
-        def cost_of(bb, avoid):
+        frame = ax.get_window_extent(r)
+
+        def cost_of(bb, avoid, inside=True):
             if bb is None:
                 return 0.0
-            return (_covered(bb, pts) + 0.5 * _band_cover(bb, bands)
+            out = inside and (bb.x0 < frame.x0 - 1 or bb.x1 > frame.x1 + 1 or bb.y0 < frame.y0 - 1
+                              or bb.y1 > frame.y1 + 1)  # a label spilling over the ticks or a neighbour
+            return (_covered(bb, pts) + 0.5 * _band_cover(bb, bands) + 1000 * out
                     + 1000 * sum(bool(o is not None and bb.overlaps(o)) for o in avoid))
 
         texts = [t.get_text() for t in labels]
@@ -349,7 +353,7 @@ def declutter(fig) -> None:
         for loc in own + list(_LEGEND_LOCS):
             leg.set_loc(loc)
             lb = _bbox(leg, r)
-            c = cost_of(lb, [])
+            c = cost_of(lb, [], inside=False)
             lab, _ = place_labels([lb])
             if best is None or c + lab < best[0]:
                 best = (c + lab, loc)

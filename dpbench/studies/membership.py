@@ -749,7 +749,7 @@ def _plot_eps(plt, cfg, df, alpha):
         ax.set_yscale("log")
         ax.set_ylim(1e-3 * 0.8, lim[1])
         ax.set_xlabel("theoretical ε (replace-one)")
-        ax.set_ylabel(f"empirical ε lower bound ({1 - alpha:.0%}; 0 drawn at 1e-3)")
+        ax.set_ylabel(f"empirical ε lower bound ({1 - alpha:.0%})\n0 drawn at 1e-3")
         ax.set_title(mc.DATASET_LABELS[d], fontsize=9)
         ax.grid(True, which="both", alpha=0.25)
         _sub_label(ax, df[df["dataset"] == d])

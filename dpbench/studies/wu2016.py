@@ -343,7 +343,9 @@ def _plot_fig3_4(df, plt):
             for m in ch3.RUNTIME_METHODS:
                 gm = g[g["method"] == m].sort_values("x")
                 st = STYLE[m]
-                ax.errorbar(gm["x"], gm["mean"], yerr=np.nan_to_num(gm["half_width"]), label=LABELS[m],
+                hw = np.nan_to_num(gm["half_width"].to_numpy(float))  # a runtime ratio is > 0: clip the bar at 0
+                ax.errorbar(gm["x"], gm["mean"], yerr=np.vstack([np.minimum(hw, gm["mean"].to_numpy(float)), hw]),
+                            label=LABELS[m],
                             color=st["color"], marker=st["marker"] or "", linestyle=st["linestyle"], capsize=3)
             letter = chr(97 + j + 3 * i)
             b = int(df[(df["dataset"] == d) & (df["sweep"] == sweep)]["batch_size"].iloc[0])
