@@ -124,9 +124,31 @@ def anchors_label(anchors_parquet: str | Path) -> str:
     return "anchor checks — " + summary_line(normalise_checks(pd.read_parquet(p)))
 
 
+THUMB_WIDTH = 520  # pixels: the overview page embeds every figure at this width (the report shows a page as a
+#                    data URI, which browsers cap at about 2 MB: full-size PNGs of a study would not fit)
+
+
+def thumbnail_png(path: str | Path, width: int = THUMB_WIDTH) -> bytes:
+    """``path`` (a PNG) scaled down to ``width`` pixels (never up), as PNG bytes; unreadable images as they are."""
+    import io
+
+    raw = Path(path).read_bytes()
+    try:
+        from PIL import Image
+
+        im = Image.open(io.BytesIO(raw))
+        if im.width > width:
+            im = im.convert("RGB").resize((width, max(1, round(im.height * width / im.width))), Image.LANCZOS)
+        buf = io.BytesIO()
+        im.save(buf, format="PNG", optimize=True)
+        return buf.getvalue()
+    except Exception:  # noqa: BLE001 - not an image PIL reads: embed it unchanged
+        return raw
+
+
 def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet: str | Path | None = None) -> str:
-    """One page per study: the verdict counts, then every figure as a titled thumbnail (click: full size) with its
-    caption and deviation notes beside it, each marked when computed on a reduced grid."""
+    """One page per study: the verdict counts, then every figure as a titled thumbnail with its caption and
+    deviation notes beside it, each marked when computed on a reduced grid (full size: the "figures" list)."""
     import base64
 
     from dpbench.studies import study
@@ -143,7 +165,7 @@ def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet
         p = Path(png)
         fig = p.stem
         spec = st.figure(fig)
-        uri = "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+        uri = "data:image/png;base64," + base64.b64encode(thumbnail_png(p)).decode()
         cap_path = p.with_suffix(".txt")
         caption = cap_path.read_text() if cap_path.exists() else spec.caption
         paras = "".join(f"<p>{html.escape(line)}</p>" for line in caption.splitlines() if line.strip())
@@ -153,8 +175,7 @@ def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet
             f"<div id='{html.escape(fig)}' style='margin:18px 0;padding-top:8px;border-top:1px solid #ccc'>"
             f"<h3 style='margin:4px 0'>{html.escape(fig)}: {html.escape(spec.title)}{red}</h3>"
             "<div style='display:flex;gap:18px;align-items:flex-start'>"
-            f"<a href='{uri}' target='_blank' title='full size'><img src='{uri}' alt='{html.escape(fig)}' "
-            "style='width:460px;flex:none;border:1px solid #ddd'></a>"
+            f"<img src='{uri}' alt='{html.escape(fig)}' style='width:{THUMB_WIDTH}px;flex:none;border:1px solid #ddd'>"
             f"<div style='font-size:13px;max-width:640px'>{paras}</div></div></div>")
     toc = " · ".join(f"<a href='#{html.escape(Path(p).stem)}'>{html.escape(Path(p).stem)}</a>" for p in pngs)
     return ("<html><head><meta charset='utf-8'><title>" + html.escape(study_name) + "</title></head>"

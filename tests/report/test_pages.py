@@ -37,3 +37,20 @@ def test_gallery_has_titles_thumbnails_captions_and_verdicts(tmp_path):
     assert "2 checks: 1 hold, 0 do not hold, 1 undecided" in page and V.REDUCED_LABEL in page
     assert anchors_label(anchors).endswith("1 undecided")
     assert anchors_label(tmp_path / "missing.parquet") == "anchor checks"
+
+
+def test_gallery_embeds_thumbnails_not_full_size_images(tmp_path):
+    """The report shows a page as a data URI (browsers cap those near 2 MB): the overview embeds thumbnails."""
+    import io
+
+    from PIL import Image
+
+    from dpbench.report import THUMB_WIDTH, thumbnail_png
+
+    rng = __import__("numpy").random.default_rng(0)
+    big = tmp_path / "fig1a.png"
+    Image.fromarray(rng.integers(0, 255, (1000, 1600, 3), dtype="uint8")).save(big)  # noise: incompressible
+    thumb = Image.open(io.BytesIO(thumbnail_png(big)))
+    assert thumb.width == THUMB_WIDTH and thumb.height == round(1000 * THUMB_WIDTH / 1600)
+    page = gallery_html(_smoke(), "vdm2020", [str(big)])
+    assert len(page) < big.stat().st_size  # far smaller than the full-size image alone
