@@ -83,10 +83,10 @@ def anchors_html(checks: pd.DataFrame, extra: str = "", lead: str = "") -> str:
         checks = normalise_checks(checks)
     reduced = checks["reduced_grid"].astype(bool) if "reduced_grid" in checks else pd.Series(False, checks.index)
     rows = "".join(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style='color:{}'>{}</td><td>{}</td></tr>".format(
-            html.escape(r.claim), html.escape(r.figure), html.escape(r.statement), html.escape(r.measured),
-            COLOURS.get(r.verdict, "black"), html.escape(verdict_text(r)),
-            f"<i>{V.REDUCED_LABEL}</i>" if red else "full grid")
+        "<tr><td>{}</td><td style='color:{};font-weight:bold'>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"
+        .format(html.escape(r.claim), COLOURS.get(r.verdict, "black"), html.escape(verdict_text(r)),
+                html.escape(r.figure), html.escape(r.statement), html.escape(r.measured),
+                f"<i>{V.REDUCED_LABEL}</i>" if red else "full grid")
         for r, red in zip(checks.itertuples(), reduced))
     variant = html.escape(str(checks["dataset_variant"].iloc[0])) if len(checks) and "dataset_variant" in checks else ""
     banner = (f"<p style='color:#b36b00;font-weight:bold'>{V.REDUCED_LABEL.capitalize()}: these results come from a "
@@ -99,7 +99,7 @@ def anchors_html(checks: pd.DataFrame, extra: str = "", lead: str = "") -> str:
             f"<h3>Anchor checks (data: {variant})</h3>{banner}<p><b>{html.escape(summary_line(checks))}</b></p>"
             f"{lead}{legend}<table border='1' cellpadding='4' "
             "style='border-collapse:collapse;font-family:sans-serif;font-size:13px'>"
-            "<tr><th>claim</th><th>figure</th><th>paper</th><th>measured</th><th>verdict</th><th>grid</th></tr>"
+            "<tr><th>claim</th><th>verdict</th><th>figure</th><th>paper</th><th>measured</th><th>grid</th></tr>"
             f"{rows}</table>{extra}</body></html>")
 
 
