@@ -3,6 +3,7 @@
     dpbench figures [--configfile config/smoke.yaml]   figures, their Snakemake targets and series
     dpbench check-config [--configfile FILE ...]       validate (exit 2 with the offending key)
     dpbench summary results/vdm2020/fig1a/dpsgd.parquet   mean ± std per series and x, plus provenance
+    dpbench summary results/vdm2020/anchors.parquet       the anchor checks' verdicts
     dpbench run vdm2020 fig1a loss_perturbation [--out FILE] [--jobs N]   one series without Snakemake
     dpbench plan [--configfile FILE ...] [--cores N]  jobs, cells, projected CPU-hours and wall time of a run
     dpbench audit METHOD [--epsilon E] [--trials N]    white-box privacy audit of one method and its broken twins
@@ -21,11 +22,26 @@ def _config(args) -> dict:
     return load_config(DEFAULT_CONFIG_PATH, *(args.configfile or []))
 
 
+#: subcommand -> one-line description (shown by ``dpbench --help`` and ``dpbench <cmd> --help``)
+COMMANDS = {
+    "figures": "list every figure of the config: Snakemake target, title and series",
+    "check-config": "validate config files (exit 2 naming the offending key)",
+    "run": "compute one series of one figure without Snakemake",
+    "plan": "jobs, cells, projected CPU-hours and wall time of a run",
+    "summary": "summarise result Parquet files (mean ± std per series and x) or print the verdicts of an "
+               "anchors.parquet",
+    "audit": "white-box privacy audit of one method (dpbench.audit) and its broken twins",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Run `dpbench <command> --help` for a command's options. The workflow "
+                                            "itself runs with `snakemake --cores N` (see README).")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="<command>", title="commands")
     for name in ("figures", "check-config", "run", "plan"):
-        p = sub.add_parser(name)
+        p = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name])
         p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
     sub.choices["run"].add_argument("study")
     sub.choices["run"].add_argument("figure")
@@ -33,14 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["run"].add_argument("--out")
     sub.choices["run"].add_argument("--jobs", type=int, default=1)
     sub.choices["plan"].add_argument("--cores", type=int, default=None, help="cores to project on (default: all)")
-    p = sub.add_parser("summary")
-    p.add_argument("files", nargs="+")
-    p = sub.add_parser("audit", help="white-box privacy audit of one method (dpbench.audit) and its broken twins")
+    p = sub.add_parser("summary", help=COMMANDS["summary"], description=COMMANDS["summary"])
+    p.add_argument("files", nargs="+", help="result Parquet files or folders, or an anchors.parquet")
+    p = sub.add_parser("audit", help=COMMANDS["audit"], description=COMMANDS["audit"])
     p.add_argument("method", help="an audited method, or 'list'")
     p.add_argument("--epsilon", type=float, action="append", help="claimed epsilon (repeatable; default: config)")
     p.add_argument("--trials", type=int, default=None, help="releases per side (default: config)")
     p.add_argument("--no-twins", action="store_true", help="audit the correct implementation only")
-    p.add_argument("--seed-index", type=int, default=0)
+    p.add_argument("--seed-index", type=int, default=0, help="which repetition's seed to use (default 0)")
     p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
     args = parser.parse_args(argv)
     try:
@@ -91,23 +107,67 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_lower']:.3f}\t{r['eps_pair']:.3f}\t{r['trials']}"
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
         elif args.cmd == "summary":
-            import pandas as pd
-
-            from dpbench.results import read_metadata, read_results, summarise
-
-            pd.set_option("display.width", 200)
-            df = read_results(*args.files)
-            print(summarise(df).to_string(index=False))
-            for f in args.files:
-                meta = read_metadata(f)
-                if meta:
-                    print(f"\n{f}: config {meta.get('config_hash')}, git {meta.get('git_revision')}, "
-                          f"created {meta.get('created')} on {meta.get('host')}")
-                    print("  packages: " + json.dumps(meta.get("packages", {})))
+            summary(args.files)
     except (ConfigError, ValueError, OSError) as exc:  # OSError: e.g. a folder that became unwritable
         print(f"dpbench: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _print_anchors(path) -> None:
+    """The verdicts of an anchor-check file (``results/<study>/anchors.parquet``)."""
+    import pandas as pd
+
+    from dpbench.report import normalise_checks, summary_line, verdict_text
+
+    checks = normalise_checks(pd.read_parquet(path))
+    study = ", ".join(sorted(checks["study"].unique())) if len(checks) else "?"
+    print(f"{path}: anchor checks of {study} — {summary_line(checks)}")
+    for r in checks.itertuples():
+        red = " [reduced grid: indicative only]" if bool(getattr(r, "reduced_grid", False)) else ""
+        print(f"  {r.claim:<28} {r.figure:<20} {verdict_text(r)}{red}")
+        print(f"      paper: {r.statement}")
+        print(f"      measured: {r.measured}")
+
+
+def summary(files: list[str]) -> None:
+    """Result files: mean ± std per series and x, plus provenance; an anchors.parquet: its verdicts; any other
+    Parquet file: what it is (its kind and columns) rather than an empty table."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dpbench.results import read_metadata, read_results, summarise
+
+    pd.set_option("display.width", 200)
+    results = []
+    for f in files:
+        p = Path(f)
+        if p.is_file():
+            try:
+                meta = read_metadata(p)
+            except Exception:  # noqa: BLE001 - not Parquet: read_results says so below
+                meta = {}
+            if meta.get("kind") == "anchor_checks" or (p.name == "anchors.parquet"):
+                _print_anchors(p)
+                continue
+        results.append(f)
+    if not results:
+        return
+    df = read_results(*results)
+    if "value" not in df or not len(df):
+        print(f"{', '.join(results)}: not result rows (no 'value' column or no rows); columns: "
+              f"{', '.join(map(str, df.columns))}")
+        return
+    print(summarise(df).to_string(index=False))
+    for f in results:
+        if not Path(f).is_file():
+            continue
+        meta = read_metadata(f)
+        if meta:
+            print(f"\n{f}: config {meta.get('config_hash')}, git {meta.get('git_revision')}, "
+                  f"created {meta.get('created')} on {meta.get('host')}")
+            print("  packages: " + json.dumps(meta.get("packages", {})))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,14 @@ Files are read strictly (:func:`load_yaml`): a YAML syntax error names the file 
 mapping is rejected, and a top level that is not a mapping is an error. NaN and infinite numbers are rejected
 anywhere in the config (ε, δ, λ, ranges, ...), and every repetition/trial count has a documented maximum
 (10 000; the canary audit's trials 1 000 000), so a typo such as ``1e10`` fails at start-up.
+
+An unknown key is reported with the closest known keys ("did you mean 'repetitions'?").
+
+Numbers in exponent notation without a dot (``1e-5``, ``2E3``) are numbers: PyYAML follows YAML 1.1, which reads
+them as strings (only ``1.0e-5`` is a float there). :func:`load_yaml` reads them as floats, and
+:func:`validate_config` converts such strings in a config that Snakemake read itself, so ``delta: 1e-5`` and
+``delta: 1.0e-5`` mean the same everywhere. (A string value that looks like such a number — none of the
+config's string keys takes one — would be converted too.)
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import difflib
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -26,6 +36,10 @@ DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "config.yaml"
 
 class ConfigError(ValueError):
     """An invalid configuration; the message names the key."""
+
+
+#: a YAML 1.2 float that YAML 1.1 (PyYAML) reads as a string: exponent notation without a dot, e.g. 1e-5
+_EXP_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)[eE][-+]?[0-9]+$")
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -41,6 +55,20 @@ class _StrictLoader(yaml.SafeLoader):
                     f"found duplicate key {key!r} (first at line {seen[key] + 1})", key_node.start_mark)
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXP_FLOAT, list("-+0123456789"))
+
+
+def coerce_numbers(obj):
+    """``obj`` with every string of the form ``1e-5`` (YAML 1.2 float, a string in YAML 1.1) as a float."""
+    if isinstance(obj, str) and _EXP_FLOAT.match(obj):
+        return float(obj.replace("_", ""))
+    if isinstance(obj, dict):
+        return {k: coerce_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [coerce_numbers(v) for v in obj]
+    return obj
 
 
 def load_yaml(path: str | Path) -> dict:
@@ -114,6 +142,7 @@ def validate_config(config: dict) -> dict:
 
     if not isinstance(config, dict):
         raise ConfigError(f"invalid config: the top level must be a mapping of keys, got a {type(config).__name__}")
+    config = coerce_numbers(config)
     if (bad := _non_finite(config)) is not None:  # JSON schema bounds let NaN through and accept infinity
         raise ConfigError(f"invalid config: {bad}: {_value_at(config, bad)!r} is not a finite number")
     validator = jsonschema.Draft202012Validator(_schema())
@@ -125,13 +154,28 @@ def validate_config(config: dict) -> dict:
             err = min(nested or err.context, key=lambda e: -len(list(e.absolute_path)))  # the deepest cause
         msg = err.message
         if err.validator == "additionalProperties":
-            msg = f"unknown key ({msg})"
+            msg = f"unknown key ({msg})" + _did_you_mean(err)
         raise ConfigError(f"invalid config: {_path_of(err)}: {msg}")
     from dpbench.studies import STUDIES
 
     for name, study_cfg in config.get("studies", {}).items():
         STUDIES[name].validate(study_cfg, prefix=f"studies.{name}")
     return config
+
+
+def _did_you_mean(err) -> str:
+    """'; did you mean 'repetitions'?' for the unknown keys of an additionalProperties error (empty if none is
+    close to a known key)."""
+    known = list((err.schema or {}).get("properties") or {})
+    inst = err.instance if isinstance(err.instance, dict) else {}
+    hints = []
+    for key in inst:
+        if key in known or not isinstance(key, str):
+            continue
+        close = difflib.get_close_matches(key, known, n=2, cutoff=0.6)
+        if close:
+            hints.append(f"{key!r}: did you mean {' or '.join(repr(c) for c in close)}?")
+    return ("; " + "; ".join(hints)) if hints else (f"; known keys: {', '.join(sorted(known))}" if known else "")
 
 
 def _value_at(config: dict, dotted: str):

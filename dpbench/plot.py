@@ -109,7 +109,7 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
         if spec.substitute_note:
             what.insert(0, "SUBSTITUTE EXPERIMENT (MLP on digits, not ResNet-20 on CIFAR-10)")
         ax.text(0.02, 0.98, "\n".join(what), transform=ax.transAxes,
-                fontsize=7, va="top", color="darkred",
+                fontsize=7, va="top", color="darkred", gid=LABEL_GID, zorder=10,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
     fig.tight_layout()
     return save_figure(fig, out, caption_text(spec, deviations, df))
@@ -120,8 +120,9 @@ def save_figure(fig, out: str | Path, caption: str) -> str:
     import io
 
     out = Path(out)
+    declutter(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", **({"bbox_inches": "tight"} if getattr(fig, "_dpbench_tight", False) else {}))
     _pyplot().close(fig)
     atomic_write_bytes(out, buf.getvalue())
     atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
@@ -146,7 +147,7 @@ def substitute_box(ax, variants, fontsize: float = 6.5) -> None:
     names = [variants] if isinstance(variants, str) else list(variants)
     if names:
         ax.text(0.02, 0.02, "SUBSTITUTE DATA: " + ", ".join(names), transform=ax.transAxes, fontsize=fontsize,
-                color="darkred", va="bottom", zorder=10,
+                color="darkred", va="bottom", zorder=10, gid=LABEL_GID,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
@@ -167,3 +168,202 @@ def mean_std_band(ax, g: pd.DataFrame, label: str, xcol: str = "x", alpha: float
     x, m, sd = s.index.to_numpy(), s["mean"].to_numpy(), s["std"].fillna(0).to_numpy()
     ax.plot(x, m, label=label, **style)
     ax.fill_between(x, m - sd, m + sd, color=style.get("color"), alpha=alpha, linewidth=0)
+
+
+# -- text over data: labels and legends are moved where they cover no data ---------------------------------------
+
+#: gid of the labels (e.g. "SUBSTITUTE DATA") that :func:`declutter` may move to a free corner of their axes
+LABEL_GID = "dpbench-label"
+_CORNERS = ((0.02, 0.98, "left", "top"), (0.98, 0.98, "right", "top"), (0.02, 0.02, "left", "bottom"),
+            (0.98, 0.02, "right", "bottom"), (0.5, 0.98, "center", "top"), (0.5, 0.02, "center", "bottom"),
+            (0.02, 0.5, "left", "center"), (0.98, 0.5, "right", "center")) + tuple(
+    (x, y, ha, "center") for y in (0.8, 0.65, 0.35, 0.2) for x, ha in ((0.02, "left"), (0.98, "right"), (0.5, "center"))
+) + tuple((x, y, "center", va) for x in (0.3, 0.7) for y, va in ((0.98, "top"), (0.02, "bottom")))
+_LEGEND_LOCS = ("upper right", "upper left", "lower left", "lower right", "center right", "center left",
+                "upper center", "lower center", "center")
+
+
+def data_points(ax, per_segment: int = 40) -> np.ndarray:
+    """Display coordinates (pixels) of the data drawn in ``ax`` — every line (densified between vertices),
+    marker and error bar — inside the axes; shape (n, 2)."""
+    pts = []
+
+    def add(xy, transform, dense):
+        xy = np.asarray(xy, dtype=float)
+        if xy.ndim != 2 or len(xy) == 0:
+            return
+        with np.errstate(all="ignore"):
+            d = transform.transform(xy)
+        d = d[np.isfinite(d).all(axis=1)]
+        if dense and len(d) > 1:
+            t = np.linspace(0, 1, per_segment)[None, :, None]
+            d = (d[:-1, None, :] * (1 - t) + d[1:, None, :] * t).reshape(-1, 2)
+        pts.append(d)
+
+    from matplotlib.collections import LineCollection
+
+    for line in ax.get_lines():
+        if not line.get_visible():
+            continue
+        add(line.get_xydata(), line.get_transform(), line.get_linestyle() not in ("None", "", " "))
+    for c in ax.collections:
+        if isinstance(c, LineCollection) and c.get_visible():  # error bars
+            for seg in c.get_segments():
+                add(seg, c.get_transform(), True)
+    if not pts:
+        return np.zeros((0, 2))
+    p = np.vstack(pts)
+    bb = ax.get_window_extent()
+    inside = (p[:, 0] >= bb.x0) & (p[:, 0] <= bb.x1) & (p[:, 1] >= bb.y0) & (p[:, 1] <= bb.y1)
+    return p[inside]
+
+
+def _bands(ax) -> list:
+    """Display-coordinate paths of the filled bands (± std) of ``ax``."""
+    from matplotlib.collections import PolyCollection
+
+    out = []
+    for c in ax.collections:
+        if isinstance(c, PolyCollection) and c.get_visible():
+            t = c.get_transform()
+            out += [t.transform_path(p) for p in c.get_paths()]
+    return out
+
+
+def _band_cover(bbox, bands, n: int = 6) -> float:
+    """Fraction of an n×n grid of points in ``bbox`` that lies inside some band."""
+    if bbox is None or not bands:
+        return 0.0
+    gx, gy = np.meshgrid(np.linspace(bbox.x0, bbox.x1, n), np.linspace(bbox.y0, bbox.y1, n))
+    grid = np.column_stack([gx.ravel(), gy.ravel()])
+    inside = np.zeros(len(grid), dtype=bool)
+    for path in bands:
+        inside |= path.contains_points(grid)
+    return float(inside.mean())
+
+
+def _covered(bbox, pts: np.ndarray, pad: float = 1.0) -> int:
+    if bbox is None or not len(pts):
+        return 0
+    return int(((pts[:, 0] >= bbox.x0 - pad) & (pts[:, 0] <= bbox.x1 + pad)
+                & (pts[:, 1] >= bbox.y0 - pad) & (pts[:, 1] <= bbox.y1 + pad)).sum())
+
+
+def _labels(ax) -> list:
+    return [t for t in ax.texts if t.get_gid() == LABEL_GID and t.get_visible()]
+
+
+def _bbox(artist, renderer):
+    try:
+        return artist.get_window_extent(renderer)
+    except (RuntimeError, ValueError):
+        return None
+
+
+def overlaps(fig) -> list[str]:
+    """Text over data in ``fig``: every label (``LABEL_GID``) or legend whose box covers data points of its axes,
+    and every label that overlaps a legend — as descriptions (empty when the figure is clean). Figure-level
+    legends are checked against the data of every axes."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out = []
+    for i, ax in enumerate(fig.axes):
+        pts = data_points(ax)
+        leg = ax.get_legend()
+        boxes = [("label " + repr(t.get_text()[:40]), _bbox(t, r)) for t in _labels(ax)]
+        if leg is not None and leg.get_visible():
+            boxes.append(("legend", _bbox(leg, r)))
+        for name, bb in boxes:
+            if (n := _covered(bb, pts)):
+                out.append(f"axes {i} ({ax.get_title()[:30]!r}): {name} covers {n} data points")
+        lb = _bbox(leg, r) if leg is not None and leg.get_visible() else None
+        for t in _labels(ax):
+            tb = _bbox(t, r)
+            if lb is not None and tb is not None and tb.overlaps(lb):
+                out.append(f"axes {i}: label {t.get_text()[:40]!r} overlaps the legend")
+        for fl in fig.legends:
+            if (n := _covered(_bbox(fl, r), pts)):
+                out.append(f"axes {i}: figure legend covers {n} data points")
+    return out
+
+
+def declutter(fig) -> None:
+    """Move every label (``LABEL_GID``) and axes legend of ``fig`` to where it covers no data: each legend
+    location (its own first, then the usual nine) is tried with the labels placed greedily in the first free
+    corner of their axes (their own position first), avoiding the legend and each other; the combination
+    covering the fewest data points wins (lines, markers and error bars count fully, the ± std bands half).
+    A single panel whose legend finds no free place gets it beside the panel, on the right. Called by :func:`save_figure` on every figure."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = _labels(ax)
+        leg = ax.get_legend()
+        if leg is not None and not leg.get_visible():
+            leg = None
+        if not labels and leg is None:
+            continue
+        pts, bands = data_points(ax), _bands(ax)
+        home = [(t.get_position()[0], t.get_position()[1], t.get_ha(), t.get_va()) for t in labels]
+
+        frame = ax.get_window_extent(r)
+
+        def cost_of(bb, avoid, inside=True):
+            if bb is None:
+                return 0.0
+            out = inside and (bb.x0 < frame.x0 - 1 or bb.x1 > frame.x1 + 1 or bb.y0 < frame.y0 - 1
+                              or bb.y1 > frame.y1 + 1)  # a label spilling over the ticks or a neighbour
+            return (_covered(bb, pts) + 0.5 * _band_cover(bb, bands) + 1000 * out
+                    + 1000 * sum(bool(o is not None and bb.overlaps(o)) for o in avoid))
+
+        texts = [t.get_text() for t in labels]
+
+        def place_labels(avoid):
+            total, spots = 0.0, []
+            for t, h, text in zip(labels, home, texts):
+                best = None
+                # the text as it is, then wrapped after its first ": " (narrower), at each candidate position
+                variants = [text] + ([text.replace(": ", ":\n", 1)] if ": " in text and "\n" not in text else [])
+                for txt in variants:
+                    t.set_text(txt)
+                    for cand in [h] + [c for c in _CORNERS if c[:2] != h[:2]]:
+                        t.set_position(cand[:2])
+                        t.set_ha(cand[2])
+                        t.set_va(cand[3])
+                        c = cost_of(_bbox(t, r), avoid)
+                        if best is None or c < best[0]:
+                            best = (c, cand, txt)
+                        if c == 0:
+                            break
+                    if best[0] == 0:
+                        break
+                t.set_text(best[2])
+                t.set_position(best[1][:2])
+                t.set_ha(best[1][2])
+                t.set_va(best[1][3])
+                avoid = avoid + [_bbox(t, r)]
+                total += best[0]
+                spots.append(best[1])
+            return total, spots
+
+        if leg is None:
+            place_labels([])
+            continue
+        own = [] if leg._loc == 0 else [leg._loc]  # noqa: SLF001 - "best" is decided at draw time: not measurable
+        best = None
+        for loc in own + list(_LEGEND_LOCS):
+            leg.set_loc(loc)
+            lb = _bbox(leg, r)
+            c = cost_of(lb, [], inside=False)
+            lab, _ = place_labels([lb])
+            if best is None or c + lab < best[0]:
+                best = (c + lab, loc)
+            if c + lab == 0:
+                break
+        if best[0] >= 1 and len(fig.axes) == 1:  # no free place inside a single panel: beside it, on the right
+            leg.set_loc("upper left")
+            leg.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+            fig._dpbench_tight = True  # save_figure widens the image to hold it
+            place_labels([])
+            continue
+        leg.set_loc(best[1])
+        place_labels([_bbox(leg, r)])

@@ -21,11 +21,14 @@ import json
 import logging
 import os
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from dpbench.fsmode import as_created
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        as_created(fd)  # mkstemp makes 0600: give the file the user's umask, as open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -135,13 +139,18 @@ class Store:
 
     def record(self, key: str, compute: Callable[[], dict]) -> dict:
         """The JSON record ``key``, computed once (process-safe: other processes wait for the lock and read
-        it) and stored atomically; an interrupted computation leaves nothing behind."""
+        it) and stored atomically; an interrupted computation leaves nothing behind. Every stored record
+        carries ``runtime_s``: the compute's own measurement if it sets one, else the wall time of
+        ``compute()`` (records cached before this field existed are read as they are)."""
         rec = self.get_cell(key)
         if rec is None:
             with self.lock(key):
                 rec = self.get_cell(key)
                 if rec is None:
+                    t0 = time.perf_counter()
                     rec = compute()
+                    if isinstance(rec, dict) and "runtime_s" not in rec:
+                        rec = {**rec, "runtime_s": time.perf_counter() - t0}
                     self.put_cell(key, rec)
         return rec
 

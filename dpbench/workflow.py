@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from dpbench import shards  # noqa: F401  (the rules call W.shards)
-from dpbench.config import check_writable, load_yaml, validate_config
+from dpbench.config import check_writable, coerce_numbers, load_yaml, validate_config  # noqa: F401 (Snakefile)
 from dpbench.studies import STUDIES
 
 
@@ -68,6 +68,7 @@ def all_targets(config: dict) -> list[str]:
     by the next run even though the figure drawn from it is up to date."""
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
     out += [f"{config['figures_dir']}/{s}/anchors.html" for s in sorted({s for s, _ in figures(config)})]
+    out += [f"{config['figures_dir']}/{s}/index.html" for s in sorted({s for s, _ in figures(config)})]
     out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
     return out
@@ -122,7 +123,12 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
              "Data: the variant actually used is printed on the figure (a red SUBSTITUTE DATA label when real "
              "MNIST could not be obtained), recorded in every result row and listed in the anchor-check table."]
     lines += [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
+    from dpbench import verdicts
+
     esc = [re.sub(r"([\\*_`|])", r"\\\1", line) for line in lines]
+    if verdicts.reduced_grid(config, study, figure):  # bold, first: added after escaping
+        esc.insert(0, f"**{verdicts.REDUCED_LABEL.capitalize()}**: this run's configuration for this figure "
+                      "differs from the study's full grid (config.yaml).")
     return "\n\n".join(esc)
 
 
@@ -264,6 +270,30 @@ def job_privacy_table(config: dict, out_html: str, log: str) -> None:
         atomic_write_bytes(Path(out_html), privacy_table.html(config).encode())
 
 
+def study_figure_files(config: dict, study: str) -> list[str]:
+    """The PNGs of a study's enabled figures (the overview page's inputs)."""
+    return [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config) if s == study]
+
+
+def figure_label(config: dict, study: str, figure: str) -> str:
+    from dpbench.report import figure_label as label
+
+    return label(config, study, figure)
+
+
+def anchors_label(path: str) -> str:
+    from dpbench.report import anchors_label as label
+
+    return label(path)
+
+
+def job_gallery(config: dict, study: str, pngs: list[str], anchors: str, out_html: str, log: str) -> None:
+    from dpbench.report import write_gallery
+
+    with log_to(log):
+        write_gallery(config, study, pngs, anchors, out_html)
+
+
 def job_anchors(config: dict, study: str, inputs: list[str], out_parquet: str, out_html: str, log: str) -> None:
     from dpbench.report import run_anchor_checks
 
@@ -352,7 +382,7 @@ def shard_threads(config: dict, study: str, figure: str, series: str, shard: str
 
 #: Resources of the light jobs (data preparation, plots, anchor checks, the privacy table).
 LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure": {"mem_mb": 2000, "runtime": 15},
-         "anchors": {"mem_mb": 2000, "runtime": 15}, "privacy_table": {"mem_mb": 1000, "runtime": 10}}
+         "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10}}
 
 
 def light_resources(config: dict, rule: str) -> dict:

@@ -68,3 +68,34 @@ def test_run_with_unwritable_cache_names_the_path_before_any_compute(tmp_path, c
     err = capsys.readouterr().err
     assert f"cannot write to {blocker / 'cache'}" in err and "Traceback" not in err
     assert not (tmp_path / "results").exists()
+
+
+def test_help_lists_subcommands_with_descriptions(capsys):
+    from dpbench.cli import COMMANDS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps long lines
+    for cmd, desc in COMMANDS.items():
+        assert cmd in out and desc in out, cmd
+
+
+def test_summary_of_an_anchor_file_prints_the_verdicts(tmp_path, capsys):
+    from dpbench import verdicts as V
+
+    rows = [V.row("vdm2020", "claim2", "fig1b", "DP-SGD best", "best at 50%", 0.5, V.undecided(V.WIDE)),
+            V.row("vdm2020", "claim3a", "fig2a", "decreases", "-0.1", -0.1, True)]
+    path = tmp_path / "anchors.parquet"
+    write_parquet(pd.DataFrame(rows).assign(reduced_grid=[True, False]), path,
+                  provenance({"seed": 1}, study="vdm2020", kind="anchor_checks"))
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "anchor checks of vdm2020" in out and "1 hold, 0 do not hold, 1 undecided" in out
+    assert "undecided: interval too wide [reduced grid: indicative only]" in out and "claim3a" in out
+
+
+def test_summary_of_a_parquet_without_result_rows_says_what_it_is(tmp_path, capsys):
+    path = tmp_path / "other.parquet"
+    pd.DataFrame({"a": [1], "b": [2]}).to_parquet(path)
+    assert main(["summary", str(path)]) == 0
+    assert "not result rows" in capsys.readouterr().out

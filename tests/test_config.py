@@ -132,3 +132,26 @@ def test_unwritable_folder_is_named_before_any_compute(tmp_path):
     with pytest.raises(ConfigError, match="cache_dir: cannot write to") as err:
         check_writable(cfg)
     assert str(blocker / "cache") in str(err.value)
+
+
+def test_unknown_key_suggests_the_closest(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("studies:\n  vdm2020:\n    repetitons: 3\n")
+    with pytest.raises(ConfigError, match=r"'repetitons': did you mean 'repetitions'\?"):
+        load_config(DEFAULT_CONFIG_PATH, bad)
+
+
+def test_exponent_without_a_dot_is_a_number(tmp_path):
+    import yaml
+
+    assert yaml.safe_load("d: 1e-5")["d"] == "1e-5"  # PyYAML (YAML 1.1): a string
+    f = tmp_path / "c.yaml"
+    f.write_text("studies:\n  vdm2020:\n    figures:\n      fig1b:\n        epsilons: [1e-1, 2E0, 0.5]\n")
+    cfg = load_config(DEFAULT_CONFIG_PATH, f)
+    assert cfg["studies"]["vdm2020"]["figures"]["fig1b"]["epsilons"] == [0.1, 2.0, 0.5]
+    # a config Snakemake read itself (strings) is converted by the validation
+    raw = yaml.safe_load(f.read_text())
+    from dpbench.config import deep_merge, load_yaml, validate_config
+
+    merged = validate_config(deep_merge(load_yaml(DEFAULT_CONFIG_PATH), raw))
+    assert merged["studies"]["vdm2020"]["figures"]["fig1b"]["epsilons"][:2] == [0.1, 2.0]

@@ -37,6 +37,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dpbench.fsmode import as_created
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
@@ -226,6 +228,7 @@ def _build_and_commit(folder: Path, build, previous: Entry | None) -> dict:
     sweep(folder)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
     try:
+        as_created(tmp, directory=True)  # mkdtemp makes 0700: the entry gets the user's umask, as mkdir would
         meta = build(tmp, previous)
         manifest = write_manifest(tmp, dict(meta or {}))
         if previous is not None:

@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from dpbench.fsmode import as_created
+
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
@@ -132,6 +134,7 @@ def try_sources(candidates, cache_dir: Path, accept, *, timeout: float, progress
     attempts: list[tuple[str, str]] = []
     for kind, location, name in candidates:
         fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")
+        as_created(fd)  # the user's umask, not mkstemp's 0600
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:

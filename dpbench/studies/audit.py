@@ -16,6 +16,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.studies.base import FigureSpec, lookup_figure
 
@@ -221,7 +222,7 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                                           + ("" if ok else " — PRIVACY BUG"),
                              "measured": f"ε̂ max {r.eps_lower_max:.3f} over {r.seeds} seed(s) "
                                          f"({r.eps_lower_max / eps:.0%} of ε; ε_pair {r.eps_pair:.3f})",
-                             "value": float(r.eps_lower_max), "passed": bool(ok)})
+                             "value": float(r.eps_lower_max), "passed": V.holds() if ok else V.fails("PRIVACY BUG")})
             else:
                 ok = r.fire_rate >= caught_rate
                 f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
@@ -235,5 +236,8 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                                           f"{caught_rate:.0%} of seeds",
                              "measured": f"caught in {r.fire_rate:.0%} of {r.seeds}; ε̂ median "
                                          f"{r.eps_lower_median:.3f}{note}",
-                             "value": float(r.fire_rate), "passed": bool(ok)})
-    return pd.DataFrame(rows, columns=["study", "claim", "figure", "statement", "measured", "value", "passed"])
+                             "value": float(r.fire_rate),
+                             # a twin that is still ε-DP on every reachable pair cannot be caught: undecided
+                             "passed": (V.holds() if ok else V.undecided("twin not broken on the audited pair")
+                                        if note else V.fails("broken twin not caught"))})
+    return pd.DataFrame([V.as_row(r) for r in rows], columns=V.COLUMNS)

@@ -35,6 +35,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.methods import estimation as est
 from dpbench.rng import generator
@@ -691,9 +692,7 @@ def report_html(config: dict, frames: dict) -> str:
 def anchor_checks(frames: dict) -> pd.DataFrame:
     rows: list[dict] = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
+    add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     def slope_checks(name, claim, sers, what):
         t = slope_table(name, frames[name])
@@ -735,9 +734,11 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                         "above it (crossover of the privacy terms; within a factor 1.5)",
                         f"crossover at d ≈ {meas_d:.1f}", meas_d, dstar / 1.5 <= meas_d <= 1.5 * dstar)
                 else:
+                    # no crossover: a failure when the grid straddles d*, else nothing was tested (never a pass)
                     add("E4", "mean_vs_d", f"pure DP beats approximate DP below d* = ln(1.25/δ) = {dstar:.1f} and loses "
                         "above it", f"no crossover on this grid (d from {int(xs.min())} to {int(xs.max())})", np.nan,
-                        not (xs.min() < dstar < xs.max()))
+                        V.fails("no crossover on a grid straddling d*") if xs.min() < dstar < xs.max()
+                        else V.undecided(f"{V.TOO_FEW}: the grid does not straddle d* = {dstar:.1f}"))
     if "cov_vs_d" in frames:
         slope_checks("cov_vs_d", "C1", ["laplace"], "pure DP (Laplace): log-log slope of the Frobenius privacy term "
                      "vs d ≈ 3 ('Frobenius loss Θ(d³)', 003:L19; ℓ1 sensitivity Θ(d²)); squared: 6")
@@ -786,4 +787,4 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             add("L3", "ldp_vs_n", "each LDP report uses Lap(2B/ε): the notes' Lap(B/ε) (B = √log n) is only 2ε-LDP "
                 "(spec §2.8, 003:L29); the ε-LDP neighbour test is in tests/estimation",
                 f"noise scale·ε/B = {k.min():.6g}..{k.max():.6g}", float(k.mean()), bool(np.allclose(k, 2.0)))
-    return pd.DataFrame(rows, columns=["study", "claim", "figure", "statement", "measured", "value", "passed"])
+    return pd.DataFrame(rows, columns=V.COLUMNS)

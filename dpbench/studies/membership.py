@@ -42,6 +42,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.attacks.membership import ATTACKS
 from dpbench.attacks.metrics import (CI_METHODS, clopper_pearson, cluster_mean_interval, epsilon_lower_bound,
                                      pooled_epsilon_lower_bound, pooled_rate_summary)
@@ -594,10 +595,38 @@ def _plt():
     return plt
 
 
+TPR_FLOOR = 1e-4  # where a TPR of 0 is drawn on the log axis of the TPR at FPR = 1e-3 panel
+
+
+def _figure_legend(fig, axes, ncol: int = 3) -> None:
+    """One legend below all panels with every series of any panel (the datasets have different method sets),
+    and the layout tightened above it: no legend over a curve."""
+    seen: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    rows = -(-len(seen) // ncol)
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, min(0.4, (0.12 + 0.17 * rows) / height), 1, 1))
+
+
+def _rate_errorbars(v, half, floor: float | None = None):
+    """(points, yerr) of rates ``v`` ± ``half``, the interval clipped to [0, 1]; with ``floor`` (a log axis) a 0
+    and interval ends below the floor are drawn at the floor."""
+    v = np.asarray(v, dtype=float)
+    lo, hi = np.clip(v - half, 0, 1), np.clip(v + half, 0, 1)
+    if floor is not None:
+        v, lo = np.maximum(v, floor), np.maximum(lo, floor)
+    return v, np.vstack([v - lo, np.maximum(hi - v, 0)])
+
+
 def _sub_label(ax, df):
+    from dpbench.plot import LABEL_GID  # save_figure moves such labels off the data
+
     if df["is_substitute"].any():
         ax.text(0.02, 0.98, "SUBSTITUTE DATA: " + ", ".join(sorted(df.loc[df["is_substitute"], "dataset_variant"].unique())),
-                transform=ax.transAxes, fontsize=6, va="top", color="darkred",
+                transform=ax.transAxes, fontsize=6, va="top", color="darkred", gid=LABEL_GID, zorder=10,
                 bbox=dict(boxstyle="round", facecolor="mistyrose", edgecolor="darkred"))
 
 
@@ -640,26 +669,30 @@ def _plot_attack(plt, cfg, name, df, alpha):
                 ax.axhline(v, color="black", linestyle="--", linewidth=1.3,
                            label=f"non-private (ε = ∞): {v:.3f} [{ATTACK_LABELS[b['attack'].iloc[0]]}]")
                 continue
+            v = b[metric].to_numpy(float)
             if metric in ("accuracy", "advantage"):
-                err = np.vstack([b[metric] - b[f"{metric}_lo"], b[f"{metric}_hi"] - b[metric]])
+                err = np.vstack([v - b[f"{metric}_lo"].to_numpy(float), b[f"{metric}_hi"].to_numpy(float) - v])
             else:
-                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models,
-                v = b[metric].to_numpy(float)                      # clipped to [0, 1]
-                err = np.vstack([np.minimum(half, v), np.minimum(half, 1 - v)])
-            ax.errorbar(b["epsilon"], b[metric], yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
+                half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models
+                v, err = _rate_errorbars(v, half, TPR_FLOOR if metric == "tpr_at_fpr_1e-3" else None)
+            ax.errorbar(b["epsilon"], v, yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
         ax.set_xscale("log")
         ax.set_xlabel("ε (replace-one)")
         ax.set_ylabel(label + " (strongest attack)")
-        if metric == "tpr_at_fpr_1e-3":
-            ax.set_yscale("symlog", linthresh=1e-3)
+        if metric == "tpr_at_fpr_1e-3":  # a rate: log axis, 0 drawn at the floor, nothing below 0 or above 1
+            ax.set_yscale("log")
+            ax.set_ylim(TPR_FLOOR / 1.5, 1.5)
+            ax.set_ylabel(f"{label} (strongest attack)\n0 drawn at 1e{int(round(np.log10(TPR_FLOOR)))}")
         ax.grid(True, which="both", alpha=0.25)
         _sub_label(ax, df)
-    axes[0, 0].legend(fontsize=6, loc="lower right", framealpha=0.85)
+    # one legend for the four panels, below them: it covers no curve
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
     d = name[len("fig_attack_"):]
     fig.suptitle(f"{STUDY} {name}: membership inference vs ε, {mc.DATASET_LABELS[d]} (n = "
                  f"{int(df['n_members'].iloc[0])} members + non-members × {int(df['rep'].max()) + 1} reps, "
                  f"{int(df['shadow_models'].iloc[0])} shadow models)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.015 + 0.022 * -(-len(labels) // 3), 1, 1))
     return fig
 
 
@@ -676,7 +709,7 @@ def _plot_roc(plt, cfg, df):
         for j, e in enumerate(epss):
             ax = axes[i, j]
             ax.plot(g, g, color="gray", linestyle=":", linewidth=1)
-            ax.plot(g, B.tpr_bound(g, e, 0.0), color="0.6", linewidth=3, alpha=0.6, label=f"ε-DP bound, ε = {e:g}")
+            ax.plot(g, B.tpr_bound(g, e, 0.0), color="0.6", linewidth=3, alpha=0.6, label="ε-DP bound at the panel's ε")
             for m in mc.methods_for(d):
                 sel = r[(r["dataset"] == d) & (r["method"] == m) & ((r["epsilon"] == e) | (m == "non_private"))]
                 if sel.empty:
@@ -693,9 +726,8 @@ def _plot_roc(plt, cfg, df):
             ax.set_ylabel("TPR")
             ax.grid(True, which="both", alpha=0.2)
             _sub_label(ax, r[r["dataset"] == d])
-    axes[0, 0].legend(fontsize=5, loc="lower right", framealpha=0.85)
     fig.suptitle(f"{STUDY} fig_roc: {ATTACK_LABELS[attack]} ROC (log-log), mean over repetitions", fontsize=9)
-    fig.tight_layout()
+    _figure_legend(fig, axes.ravel(), ncol=4)
     return fig
 
 
@@ -717,13 +749,12 @@ def _plot_eps(plt, cfg, df, alpha):
         ax.set_yscale("log")
         ax.set_ylim(1e-3 * 0.8, lim[1])
         ax.set_xlabel("theoretical ε (replace-one)")
-        ax.set_ylabel(f"empirical ε lower bound ({1 - alpha:.0%}; 0 drawn at 1e-3)")
+        ax.set_ylabel(f"empirical ε lower bound ({1 - alpha:.0%})\n0 drawn at 1e-3")
         ax.set_title(mc.DATASET_LABELS[d], fontsize=9)
         ax.grid(True, which="both", alpha=0.25)
         _sub_label(ax, df[df["dataset"] == d])
-    axes[0, 0].legend(fontsize=6, loc="upper left", framealpha=0.85)
     fig.suptitle(f"{STUDY} fig_eps_lower_bound: strongest attack per method and ε", fontsize=9)
-    fig.tight_layout()
+    _figure_legend(fig, axes.ravel(), ncol=4)
     return fig
 
 
@@ -771,6 +802,27 @@ def _html_table(t: pd.DataFrame, title: str) -> str:
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in t.values)
     return (f"<h4>{html.escape(title)}</h4><table border='1' cellpadding='4' style='border-collapse:collapse;"
             f"font-family:sans-serif;font-size:12px'><tr>{head}</tr>{body}</table>")
+
+
+def report_lead_html(config: dict, frames: dict) -> str:
+    """Shown above the anchor table: the privacy-bug summary and, once, what the per-(dataset, method) AUDIT
+    rows check."""
+    cfg = config["studies"][STUDY]
+    a = audit_table(frames, cfg)
+    if not len(a):
+        return ""
+    bugs = a[a["bug"]]
+    where = ", ".join(f"{r.dataset}/{r.method} ε={r.epsilon:g} {r.attack}" for r in bugs.head(10).itertuples())
+    return (f"<h4>Privacy audit: <span style='color:{'darkred' if len(bugs) else 'green'}'>{len(bugs)} PRIVACY "
+            f"BUG(S)</span> in {len(a)} (dataset, method, ε, attack) combinations"
+            + (f": {html.escape(where)}" if len(bugs) else "") + "</h4>"
+            "<p style='font-size:13px'>Each AUDIT row below covers one (dataset, method) over its whole ε grid: no "
+            "attack's accuracy or TPR exceeds the ε-DP bound (acc ≤ (e^ε+δ)/(1+e^ε), TPR ≤ e^ε·FPR + δ, "
+            "replace-one) beyond its confidence interval ("
+            f"{html.escape(str(cfg.get('ci_method', 'design_effect')))}: trials clustered by target model; canary: "
+            "exact Clopper–Pearson, independent trials), including the worst-case canary audit when enabled "
+            f"(family-wise level {cfg['audit']['alpha']:g}, {html.escape(str(cfg['audit']['correction']))}); "
+            "otherwise PRIVACY BUG.</p>")
 
 
 def report_html(config: dict, frames: dict) -> str:
@@ -827,9 +879,7 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
     (balanced sets, exact identity); Q4 private models have a smaller train–test gap than the non-private one."""
     rows: list[dict] = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
+    add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     any_frame = next(iter(frames.values()), None)
     cfg = _cfg_from(config, any_frame)
@@ -845,12 +895,9 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
             if len(can):
                 meas += (f" | canary audit ({len(can)} ε): max ε̂_lo − ε = "
                          f"{float((can['eps_lower'] - can['epsilon_game']).max()):+.3f}")
-            add(f"AUDIT/{d}/{m}", f"fig_attack_{d}", f"no attack's accuracy or TPR exceeds the ε-DP bound "
-                f"(acc ≤ (e^ε+δ)/(1+e^ε), TPR ≤ e^ε·FPR + δ, replace-one) beyond its confidence interval "
-                f"({cfg.get('ci_method', 'design_effect')}: trials clustered by target model; canary: exact "
-                f"Clopper–Pearson, independent trials), "
-                f"including the worst-case canary audit when enabled "
-                f"(family-wise level {cfg['audit']['alpha']:g}, {cfg['audit']['correction']}); otherwise PRIVACY BUG",
+            eps = sorted(g["epsilon_game"].unique())
+            add(f"AUDIT/{d}/{m}", f"fig_attack_{d}", f"{d}, {m}: no attack exceeds the ε-DP bound beyond its "
+                f"interval at any ε ∈ {{{', '.join(f'{e:g}' for e in eps)}}} (audit defined above the table)",
                 meas, float((g["eps_lower"] - g["epsilon_game"]).max()), bugs.empty)
     alpha = 1 - float(cfg["ci_level"])
     att = [f for n, f in frames.items() if n.startswith("fig_attack_")]
@@ -893,11 +940,16 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
             others = sd.drop(index="non_private")["gap"]
             trials = t[t["dataset"] == d].groupby("method")["rep"].nunique().max() * int(t["n_members"].iloc[0])
             slack = 2 * math.sqrt(0.5 / trials)  # 2 standard errors of a difference of two accuracies near 1/2
+            if others.empty:  # no private model: "every private model" must not pass vacuously
+                add(f"Q4/{d}", "table_generalisation", "slides §1.2 ('smaller gap' with the defence): every private "
+                    "model's train−test gap is at most the non-private model's", "no private model", np.nan,
+                    V.undecided(V.EMPTY + " (no private model)"))
+                continue
             add(f"Q4/{d}", "table_generalisation", "slides §1.2 ('smaller gap' with the defence): every private model's "
                 f"train−test gap is at most the non-private model's (+{slack:.3f} = 2 standard errors)",
                 f"non-private {g0:+.3f}; private max {others.max():+.3f}", float(others.max() - g0),
                 bool((others <= g0 + slack).all()))
-    return pd.DataFrame(rows, columns=["study", "claim", "figure", "statement", "measured", "value", "passed"])
+    return pd.DataFrame(rows, columns=V.COLUMNS)
 
 
 def _audit_desc(r, rel: str) -> str:

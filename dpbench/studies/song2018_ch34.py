@@ -29,6 +29,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.data import covertype as cov
 from dpbench.data import kddcup99 as kdd
@@ -1061,7 +1062,8 @@ def alg2_anchor_check() -> dict:
     return {"study": STUDY, "claim": "A4.alg2", "figure": "fig4_1",
             "statement": "Algorithm 2 reproduces the derived anchors of spec §2.4 (MNIST d = 25: c_CN ≈ 29.5/118/262, "
                          "c_NC ≈ 17218/10326/6606, orders CN/NC/NC; Covertype d = 54: ε_N = 1 CN, ε_N = 2 NC)",
-            "measured": "; ".join(parts), "value": float(len(bad)), "passed": not bad}
+            "measured": "; ".join(parts), "value": float(len(bad)), "passed": not bad,
+            "verdict": V.HOLDS if not bad else V.FAILS, "reason": ""}
 
 
 def _mean(df, **sel):
@@ -1074,10 +1076,7 @@ def _mean(df, **sel):
 def anchor_checks(frames: dict) -> list[dict]:
     rows: list[dict] = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value) if value is not None and np.isfinite(value) else float("nan"),
-                     "passed": bool(passed)})
+    add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     if "fig3_1" in frames:
         df = frames["fig3_1"]
@@ -1131,7 +1130,7 @@ def anchor_checks(frames: dict) -> list[dict]:
                 f"{sd['inv_sqrt']:.3g} (×{ratio:.3g})", ratio, ratio >= 10)
     if "fig4_1" in frames:
         df = frames["fig4_1"]
-        rows.append(alg2_anchor_check())
+        rows.append(V.as_row(alg2_anchor_check()))
         for d in [x for x in CH4_DATASETS if x in set(df["dataset"])]:
             g = df[df["dataset"] == d]
             o = g[g["panel"] == "order"]
@@ -1147,7 +1146,8 @@ def anchor_checks(frames: dict) -> list[dict]:
                 add("A4.1a", "fig4_1", f"{DATASET_LABELS[d]}: CleanFirst best for c < 1/λ, NoisyFirst best for "
                     "c > 1/λ (Thm 4.3.1, L849)", f"CleanFirst best at {sum(okb)}/{len(okb)} c < 1/λ, NoisyFirst at "
                     f"{sum(oka)}/{len(oka)} c > 1/λ; best per c: " + ", ".join(f"{c:g}: {LABELS[best[c]]}"
-                                                                              for c in m.index), frac, frac == 1.0)
+                                                                              for c in m.index), frac,
+                    V.all_of(okb + oka, "no c on either side of 1/λ"))
             e = g[g["panel"] == "epsn"]
             if not e.empty and {"alg2", "same_clean", "same_noisy"} <= set(e["method"]):
                 m = e.groupby(["x", "method"])["value"].mean().unstack().sort_index()

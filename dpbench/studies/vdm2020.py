@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.methods import REGISTRY, Problem
 from dpbench.store import content_key
@@ -597,6 +598,20 @@ def _hump(curve, se) -> tuple[bool, float, str]:
         f"max {c[arg]:.3f} at {arg:g}; ends {c.iloc[0]:.3f} ({c.index[0]:g}), {c.iloc[-1]:.3f} ({c.index[-1]:g})"
 
 
+def _hump_verdict(curve, se):
+    """Three-valued :func:`_hump`: holds for a hump beyond 2 s.e.; fails when the maximum is at an end of the
+    grid; undecided with fewer than 3 points, or an interior maximum within 2 s.e. of an end."""
+    c = curve.dropna().sort_index()
+    if len(c) < 3:
+        return V.undecided(f"{V.TOO_FEW} ({len(c)} < 3)")
+    h, arg, _ = _hump(curve, se)
+    if h:
+        return V.holds()
+    if not (c.index[0] < arg < c.index[-1]):
+        return V.fails()
+    return V.undecided(V.WIDE)
+
+
 def crossover_budget(df) -> float:
     """First B (log-interpolated) at which subsagg's mean accuracy falls below loss perturbation's; nan if none."""
     m, _ = _means(df)
@@ -622,11 +637,9 @@ def anchor_checks(frames: dict):
 
 
 def _adder(rows: list):
-    """``add(claim, figure, statement, measured, value, passed)`` appends one anchor-check row to ``rows``."""
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
-    return add
+    """``add(claim, figure, statement, measured, value, passed)`` appends one anchor-check row to ``rows``
+    (``passed``: bool, None or a three-valued :class:`dpbench.verdicts.Verdict`)."""
+    return V.adder(rows, STUDY)
 
 
 def _anchor_checks_1_4(frames: dict) -> list[dict]:
@@ -635,56 +648,78 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
     add = _adder(rows)
 
     if "fig1a" in frames:
-        m, _ = _means(frames["fig1a"])
+        m, se = _means(frames["fig1a"])
         # where every method is within CHANCE_MARGIN of chance, "best" and "worst" are noise: such ε are left out
         informative = m.max(axis=1) >= 1 / N_CLASSES + CHANCE_MARGIN
-        best = m[informative].idxmax(axis=1)
-        worst = m[informative].idxmin(axis=1)
+        mi = m[informative]
+        best = mi.idxmax(axis=1)
+        worst = mi.idxmin(axis=1)
         left_out = f"; {int((~informative).sum())} ε at chance level left out" if (~informative).any() else ""
-        frac = float((best == "subsample_aggregate").mean()) if len(best) else float("nan")
+        # best/worst at an ε count only beyond 2 standard errors of the runner-up (else that ε is undecided)
+        sa = [V.is_best("subsample_aggregate", mi.loc[x], se.loc[x]) for x in mi.index]
+        frac = float(np.mean([v.holds for v in sa])) if sa else float("nan")
         add("claim1a", "fig1a", "δ=0, B=100: subsample-and-aggregate is best for most values of ε (L172)",
-            f"subsagg best at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})"
-            + left_out, frac, frac >= 0.5)
+            f"subsagg best (beyond 2 s.e.) at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})"
+            + left_out, frac, V.fraction(sa, 0.5, min_points=2))
         if len(best):
             lo = best.index.min()
             add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (L172)",
                 f"best at the smallest informative ε={lo:g}: {best[lo]} ({m.loc[lo].max():.3f})" + left_out,
-                float(m.loc[lo].get("loss_perturbation", np.nan)), best[lo] == "loss_perturbation")
-        fw = float((worst == "prediction_sensitivity").mean()) if len(worst) else float("nan")
+                float(m.loc[lo].get("loss_perturbation", np.nan)),
+                V.is_best("loss_perturbation", mi.loc[lo], se.loc[lo]))
+        else:
+            add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (L172)",
+                "no ε of the grid has a method above chance" + left_out, np.nan, V.undecided(V.TOO_FEW))
+        ps = [V.is_best("prediction_sensitivity", -mi.loc[x], se.loc[x]) for x in mi.index]
+        fw = float(np.mean([v.holds for v in ps])) if ps else float("nan")
         add("claim1c", "fig1a", "prediction sensitivity performs poorly across the board (L172)",
-            f"prediction sensitivity worst at {fw:.0%} of ε values" + left_out, fw, fw >= 0.5)
+            f"prediction sensitivity worst (beyond 2 s.e.) at {fw:.0%} of ε values" + left_out, fw,
+            V.fraction(ps, 0.5, min_points=2))
     if "fig1b" in frames:
-        m, _ = _means(frames["fig1b"])
+        m, se = _means(frames["fig1b"])
         best = m.idxmax(axis=1)
-        frac = float((best == "dpsgd").mean())
+        dp = [V.is_best("dpsgd", m.loc[x], se.loc[x]) for x in m.index]
+        frac = float(np.mean([v.holds for v in dp])) if dp else float("nan")
         add("claim2", "fig1b", "δ=1e-5: DP-SGD outperforms all other methods (L172)",
-            f"DP-SGD best at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})", frac,
-            frac >= 0.5)
+            f"DP-SGD best (beyond 2 s.e.) at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})",
+            frac, V.fraction(dp, 0.5, min_points=2))
     if "fig2a" in frames:
         df = frames["fig2a"]
-        m, _ = _means(df)
+        m, se = _means(df)
         s = m.get("subsample_aggregate")
         if s is not None:
-            dec = float(s.sort_index().iloc[-1] - s.sort_index().iloc[0])
+            s, ss = s.sort_index(), se["subsample_aggregate"].sort_index()
+            dec = float(s.iloc[-1] - s.iloc[0])
             add("claim3a", "fig2a", "ε=1, δ=0: subsample-and-aggregate accuracy decreases with B",
-                f"accuracy change from B={s.index.min():g} to B={s.index.max():g}: {dec:+.3f}", dec, dec < 0)
+                f"accuracy change from B={s.index.min():g} to B={s.index.max():g}: {dec:+.3f} (decided beyond 2 s.e.)",
+                dec, V.greater(s.iloc[0], ss.iloc[0], s.iloc[-1], ss.iloc[-1]) if len(s) >= 2
+                else V.undecided(V.TOO_FEW))
         b = crossover_budget(df)
+        xs = m.index.to_numpy(float)
+        spans = bool(len(xs) and xs.min() <= PAPER_CROSSOVER_B / 2 and xs.max() >= PAPER_CROSSOVER_B * 2)
+        if np.isfinite(b):
+            v3b = bool(PAPER_CROSSOVER_B / 2 <= b <= PAPER_CROSSOVER_B * 2)
+        else:  # no crossover: decisive only when the grid covers the claimed range
+            v3b = V.fails("no crossover on a grid covering the claimed range") if spans else V.undecided(
+                f"{V.TOO_FEW}: no crossover and the grid does not cover B ∈ [{PAPER_CROSSOVER_B / 2:g}, "
+                f"{PAPER_CROSSOVER_B * 2:g}]")
         add("claim3b", "fig2a", f"ε=1, δ=0: loss perturbation outperforms subsample-and-aggregate at B ⪆ "
             f"{PAPER_CROSSOVER_B:g} (L182)", f"measured crossover B ≈ {b:.1f}" if np.isfinite(b) else "no crossover",
-            b, bool(np.isfinite(b) and PAPER_CROSSOVER_B / 2 <= b <= PAPER_CROSSOVER_B * 2))
+            b, v3b)
     if "fig2b" in frames:
         m, se = _means(frames["fig2b"])
         ok_all = True
-        parts = []
+        parts, oks = [], []
         for meth in ("loss_perturbation", "dpsgd"):
             if meth in m and "subsample_aggregate" in m:
                 margin = m[meth] - m["subsample_aggregate"] + 2 * np.sqrt(se[meth] ** 2 + se["subsample_aggregate"] ** 2)
                 ok = bool((margin >= 0).all())
                 ok_all &= ok
+                oks.append(ok)
                 parts.append(f"{meth} ≥ subsagg (within 2 s.e.) at {(margin >= 0).mean():.0%} of B")
         add("claim4", "fig2b", "ε=1, δ=1e-5: loss perturbation and DP-SGD perform at least as well as "
             "subsample-and-aggregate for all B (L182)", "; ".join(parts) or "series missing",
-            float(ok_all), ok_all and bool(parts))
+            float(ok_all), V.all_of(oks, "series missing"))
     return rows
 
 
@@ -693,6 +728,7 @@ def _informative(m, chance):
 
 
 def _anchor_checks_5_10(frames: dict) -> list[dict]:
+    import pandas as pd
     from scipy import stats
 
     rows = []
@@ -733,25 +769,28 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                     ok &= drop <= 0.1
             add("claim5c", "fig3", "loss perturbation, DP-SGD and model sensitivity work well even at very small "
                 "δ (L184)", "; ".join(parts) + " [pass: each loses ≤ 0.1 from δ=1e-2 to the smallest δ]",
-                float(ok), ok and bool(parts))
+                float(ok), ok if parts else V.undecided(V.EMPTY + " (no such series)"))
     if "fig4" in frames:
-        m, _ = _means(frames["fig4"])
+        m, se = _means(frames["fig4"])
         inf = _informative(m, _chance(frames["fig4"]))
         mi = m[inf]
         if len(mi) < 2:  # keep the claim visible in the report
             for claim, statement in (("claim6a", "subsample-and-aggregate is best at small N (L186)"),
                                      ("claim6b", "loss perturbation and model sensitivity do well at large N (L186)")):
-                add(claim, "fig4", statement, f"undecided: only {len(mi)} of {len(m)} N values have a method at "
-                    f"least {CHANCE_MARGIN:g} above chance (grid too small or ε too low)", np.nan, False)
+                add(claim, "fig4", statement, f"only {len(mi)} of {len(m)} N values have a method at "
+                    f"least {CHANCE_MARGIN:g} above chance (grid too small or ε too low)", np.nan,
+                    V.undecided(f"{V.TOO_FEW} ({len(mi)} of {len(m)} N above chance)"))
         if len(mi) >= 2:
             lo, hi = mi.index.min(), mi.index.max()
             add("claim6a", "fig4", "subsample-and-aggregate is best at small N (L186)",
                 f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})",
-                mi.loc[lo].get("subsample_aggregate", np.nan), mi.loc[lo].idxmax() == "subsample_aggregate")
+                mi.loc[lo].get("subsample_aggregate", np.nan), V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo]))
             add("claim6b", "fig4", "loss perturbation and model sensitivity do well at large N (L186)",
                 f"best at N={hi:g}: {mi.loc[hi].idxmax()} ({mi.loc[hi].max():.3f}); ranking "
                 + " > ".join(mi.loc[hi].sort_values(ascending=False).index),
-                mi.loc[hi].max(), mi.loc[hi].idxmax() in ("loss_perturbation", "model_sensitivity"))
+                mi.loc[hi].max(), V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
+                                            for k in ("loss_perturbation", "model_sensitivity") if k in mi],
+                                           "no such series"))
     if "fig5a" in frames:
         m, _ = _means(frames["fig5a"])
         if len(m) >= 2 and {"loss_perturbation", "model_sensitivity"} <= set(m):
@@ -769,9 +808,13 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         m, _ = _means(df, PRIVATE + ("non_private",))
         rhos = {c: stats.spearmanr(m.index, m[c]).statistic for c in m if m[c].notna().sum() >= 3}
         falling = {c: r for c, r in rhos.items() if r < 0}
+        # a constant curve has no Spearman ρ (NaN): that method is undecided, never "falling"
+        per = [V.undecided(V.NAN) if not np.isfinite(r) else r < 0 for r in rhos.values()]
         add("claim8a", "fig5b", "all methods lose accuracy as the number of classes C grows (L190)",
-            "Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items()),
-            len(falling) / max(1, len(rhos)), bool(rhos) and len(falling) == len(rhos))
+            ("Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items())) if rhos
+            else "fewer than 3 values of C per method",
+            len(falling) / max(1, len(rhos)),
+            V.all_of(per) if rhos else V.undecided(f"{V.TOO_FEW} (fewer than 3 values of C)"))
         priv = m.drop(columns="non_private", errors="ignore")
         chance_c = 1.0 / priv.index.to_numpy(float)
         informative = priv.max(axis=1).to_numpy() >= chance_c + CHANCE_MARGIN
@@ -789,12 +832,13 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         for curve, g in df[df["series"] == "loss_perturbation"].groupby("curve"):
             agg = g.groupby("x")["value"]
             h, arg, desc = _hump(agg.mean(), agg.std() / np.sqrt(agg.count()))
-            humps.append(h)
+            humps.append(_hump_verdict(agg.mean(), agg.std() / np.sqrt(agg.count())))
             args[curve] = arg
             parts.append(f"{curve}: {desc}{' (hump)' if h else ''}")
-        frac = float(np.mean(humps)) if humps else float("nan")
+        frac = float(np.mean([v.holds for v in humps])) if humps else float("nan")
         add("claim9a", "fig6a", "loss perturbation: accuracy is hump-shaped in λ — overfits the noise for small λ, "
-            "underfits for large λ (L192)", "; ".join(parts), frac, bool(humps) and frac >= 0.5)
+            "underfits for large λ (L192)", "; ".join(parts) or "no loss-perturbation curve", frac,
+            V.fraction(humps, 0.5))
         if len(args) >= 2:
             distinct = len(set(args.values())) > 1
             add("claim9b", "fig6a", "the optimal λ depends on ε (L196)",
@@ -805,24 +849,40 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         agg = g[g["series"] == "subsample_aggregate"].groupby("x")["value"]
         h, arg, desc = _hump(agg.mean(), agg.std() / np.sqrt(agg.count()))
         add("claim9c", "fig6b", "subsample-and-aggregate: larger T helps, but accuracy deteriorates for very large "
-            "T (L192)", desc, arg, h)
+            "T (L192)", desc, arg, _hump_verdict(agg.mean(), agg.std() / np.sqrt(agg.count())))
     if "fig7b" in frames:
         m, _ = _means(frames["fig7b"], PRIVATE_MLP)
         if set(PRIVATE_MLP) <= set(m):
             b = _crossing(m["dpsgd_mlp"] - m["subsample_aggregate_mlp"])
+            if np.isfinite(b):
+                v10a = bool(b <= 20)
+            else:  # never reached: decisive only when the grid goes beyond the threshold B = 20
+                v10a = (V.fails("DP-SGD never reaches subsagg up to B = 20") if m.index.max() >= 20
+                        else V.undecided(f"{V.TOO_FEW}: the grid stops at B = {m.index.max():g} < 20"))
             add("claim10a", "fig7b", "ε = 1: DP-SGD surpasses subsample-and-aggregate for B ⪆ 5 (L204)",
                 (f"DP-SGD ≥ subsagg from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
                 + f" (DP-SGD − subsagg: {_fmt((m['dpsgd_mlp'] - m['subsample_aggregate_mlp']).round(3))}); "
-                "pass: B* ≤ 20", b, bool(np.isfinite(b) and b <= 20))
+                "pass: B* ≤ 20", b, v10a)
     if "fig7a" in frames:
         df = frames["fig7a"]
-        m, _ = _means(df, PRIVATE_MLP)
+        m, se = _means(df, PRIVATE_MLP)
         if set(PRIVATE_MLP) <= set(m):
-            sa_wins = (m["subsample_aggregate_mlp"] > m["dpsgd_mlp"]).sort_index()
-            upward = bool(all(sa_wins.iloc[i:].all() for i in range(len(sa_wins)) if sa_wins.iloc[i]))
+            # per ε: +1 subsagg better beyond 2 s.e., −1 DP-SGD better, 0 within the interval
+            cmp = pd.Series([V.compare(m.loc[x, "subsample_aggregate_mlp"] - m.loc[x, "dpsgd_mlp"],
+                                       np.hypot(se.loc[x, "subsample_aggregate_mlp"], se.loc[x, "dpsgd_mlp"]))
+                             for x in m.index], index=m.index).sort_index()
+            sa_wins = cmp > 0
+            if not sa_wins.any():  # "only when ε is large" on a grid where it never wins: nothing to check
+                v10b = V.undecided(f"{V.EMPTY}: subsagg better (beyond 2 s.e.) at no ε of the grid")
+            else:
+                after = cmp[cmp.index >= sa_wins.idxmax()]
+                before = cmp[cmp.index < sa_wins.idxmax()]
+                v10b = (V.fails() if (after < 0).any() else
+                        V.undecided(V.WIDE) if (after == 0).any() or not (before < 0).any() else V.holds())
             add("claim10b", "fig7a", "B = 10: subsample-and-aggregate beats DP-SGD only when ε is large (L204)",
-                "subsagg better at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins]) + "}",
-                float(sa_wins.mean()), upward)
+                "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
+                + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}",
+                float(sa_wins.mean()), v10b)
         ref = df[df["series"] == "non_private_mlp"]["value"].mean()
         at5 = m.loc[m.index == 5.0]
         if len(at5) and np.isfinite(ref):

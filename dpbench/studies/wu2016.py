@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.studies import wu2016_ch3 as ch3
 from dpbench.studies import wu2016_ch4 as ch4
@@ -342,7 +343,9 @@ def _plot_fig3_4(df, plt):
             for m in ch3.RUNTIME_METHODS:
                 gm = g[g["method"] == m].sort_values("x")
                 st = STYLE[m]
-                ax.errorbar(gm["x"], gm["mean"], yerr=np.nan_to_num(gm["half_width"]), label=LABELS[m],
+                hw = np.nan_to_num(gm["half_width"].to_numpy(float))  # a runtime ratio is > 0: clip the bar at 0
+                ax.errorbar(gm["x"], gm["mean"], yerr=np.vstack([np.minimum(hw, gm["mean"].to_numpy(float)), hw]),
+                            label=LABELS[m],
                             color=st["color"], marker=st["marker"] or "", linestyle=st["linestyle"], capsize=3)
             letter = chr(97 + j + 3 * i)
             b = int(df[(df["dataset"] == d) & (df["sweep"] == sweep)]["batch_size"].iloc[0])
@@ -406,9 +409,7 @@ def first_within(curve: pd.Series, ref: float, tol: float) -> float:
 def anchor_checks(frames: dict) -> pd.DataFrame:
     rows = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
+    add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     if "fig3_2" in frames:
         df = frames["fig3_2"]
@@ -422,12 +423,17 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             b = m.xs(base, level="method")
             both = pd.concat([ours, b], axis=1, keys=["o", "b"]).dropna()
             ratio = both["o"] / both["b"]
-            frac = float((both["o"] >= both["b"]).mean())
+            sem = (sd / np.sqrt(n)).fillna(0.0)
+            # per point: ours better beyond 2 standard errors (holds), worse beyond them (fails), else undecided
+            per = [V.greater(both.loc[k, "o"], sem.get((k[0], k[1], "bolt_on", k[2]), 0.0),
+                             both.loc[k, "b"], sem.get((k[0], k[1], base, k[2]), 0.0)) for k in both.index]
+            frac = float(np.mean([v.holds for v in per])) if per else float("nan")
             worst = ratio.idxmax()
             add(f"A1-{base}", "fig3_2", f"ours is up to {paper:g}x more accurate than {LABELS[base]} (b = 50, 10 passes, "
                 "all tests) (L796)", f"max accuracy ratio {ratio.max():.2f} (at {worst[0]}, test {worst[1]}, "
-                f"ε = {worst[2]:g}); ours ≥ {LABELS[base]} at {frac:.0%} of {len(both)} (dataset, test, ε) points",
-                ratio.max(), frac >= 0.75 and ratio.max() > 1.0)
+                f"ε = {worst[2]:g}); ours > {LABELS[base]} beyond 2 s.e. at {frac:.0%} of {len(both)} (dataset, test, ε) "
+                f"points, worse beyond 2 s.e. at {sum(v.status == V.FAILS for v in per)}", ratio.max(),
+                V.all_of([V.fraction(per, 0.75), bool(ratio.max() > 1.0)]))
         if ours is not None and "protein" in set(df["dataset"]) and "bst14" in set(df["method"]):
             o, b = ours.loc["protein"], m.xs("bst14", level="method").loc["protein"]
             both = pd.concat([o, b], axis=1, keys=["o", "b"]).dropna()
@@ -440,10 +446,16 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             rhos = [float(pd.Series(g.droplevel(0).index).corr(pd.Series(g.to_numpy()), method="spearman"))
                     for _, g in s.groupby(level=0) if len(g) > 2]
             drop = [float(g.iloc[-1] - g.iloc[0]) for _, g in s.groupby(level=0)]
+            if not rhos:  # fewer than 3 ε per test: no trend to test (never a vacuous pass)
+                v = V.undecided(f"{V.TOO_FEW} (fewer than 3 ε per test)")
+            elif any(map(math.isnan, rhos)):
+                v = V.undecided(f"{V.NAN} (Spearman ρ of a constant curve)")
+            else:
+                v = bool(min(drop) > 0.02 and min(rhos) > 0)
             add("A2-scs13", "fig3_2", "Protein: SCS13's accuracy decreases significantly with smaller ε (L806)",
-                f"accuracy(ε max) − accuracy(ε min) per test: {', '.join(f'{v:+.3f}' for v in drop)}; Spearman "
-                f"ρ(ε, accuracy) ≥ {min(rhos) if rhos else float('nan'):.2f}", min(drop),
-                min(drop) > 0.02 and (not rhos or min(rhos) > 0))
+                f"accuracy(ε max) − accuracy(ε min) per test: {', '.join(f'{v:+.3f}' for v in drop)}"
+                + (f"; Spearman ρ(ε, accuracy) ≥ {min(rhos):.2f}" if rhos and not any(map(math.isnan, rhos))
+                   else "; Spearman ρ undefined (fewer than 3 ε or a constant curve)"), min(drop), v)
         if ours is not None and "covertype" in set(df["dataset"]):
             nl = m.xs("noiseless", level="method").loc["covertype"] if "noiseless" in set(df["method"]) else None
             if nl is not None:
@@ -459,10 +471,11 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                 ok = all(not math.isnan(v) and v <= 0.1 for v in ours_eps) and all(
                     math.isnan(reach[("bst14", t)]) or reach[("bst14", t)] >= reach[("bolt_on", t)]
                     for (mm, t) in reach if mm == "bst14")
+                # "never within 0.01" is a decided failure (a NaN value here is decisive, not missing)
                 add("A3", "fig3_2", "Covertype: ours within 1 point of noiseless from ε ≈ 0.05, BST14 only after "
                     "ε = 0.4 (L808)", f"within 0.01 of noiseless: {txt}",
                     float(np.nanmax(ours_eps)) if ours_eps and not all(map(math.isnan, ours_eps)) else float("nan"),
-                    ok)
+                    (V.holds() if ok else V.fails()) if ours_eps else V.undecided(V.EMPTY + " (no test of ours)"))
         if "noiseless" in set(df["method"]):
             nl = m.xs("noiseless", level="method")
             above = []
@@ -471,19 +484,20 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                     continue
                 ref = nl.get((d, t, x))
                 se = sd.get((d, t, meth, x), 0.0) / math.sqrt(max(n.get((d, t, meth, x), 1), 1))
-                if ref is not None and v > ref + (se if math.isfinite(se) else 0.0):
+                if ref is not None and V.compare(v - ref, se) > 0:  # beyond 2 standard errors
                     above.append(f"{LABELS[meth]} {d} test {t} ε={x:g} (+{v - ref:.3f})")
             add("A4", "fig3_2", "in some cases the private algorithms are more accurate than noiseless (L814)",
-                f"{len(above)} (method, dataset, test, ε) point(s) above noiseless by more than a standard error"
+                f"{len(above)} (method, dataset, test, ε) point(s) above noiseless by more than 2 standard errors"
                 + (f", e.g. {'; '.join(above[:3])}" if above else ""), len(above), len(above) > 0)
     if "fig3_3" in frames:
         df = frames["fig3_3"]
-        o = df[df["method"] == "bolt_on"].groupby(["series", "curve", "x"])["value"].mean()
+        og = df[df["method"] == "bolt_on"].groupby(["series", "curve", "x"])["value"]
+        o, ose = og.mean(), (og.std() / np.sqrt(og.count())).fillna(0.0)
         emax = float(df["x"].max())
 
-        def at(panel, curve):
+        def at(panel, curve, of=o):
             try:
-                return float(o.loc[(panel, curve, emax)])
+                return float(of.loc[(panel, curve, emax)])
             except KeyError:
                 return float("nan")
 
@@ -491,19 +505,25 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             ks = sorted({c for c in df[df["series"] == "panel_a"]["curve"]}, key=lambda c: float(c.split("=")[1]))
             lo, hi = at("panel_a", ks[0]), at("panel_a", ks[-1])
             add("A5", "fig3_3", "MNIST Test 1, b = 1, ε = 4: accuracy 0.71 at 1 pass → 0.45 at 20 passes (L824)",
-                f"ε = {emax:g}: {lo:.3f} at {ks[0]} → {hi:.3f} at {ks[-1]}", lo - hi, lo > hi)
+                f"ε = {emax:g}: {lo:.3f} at {ks[0]} → {hi:.3f} at {ks[-1]} (decided beyond 2 s.e.)", lo - hi,
+                V.greater(lo, at("panel_a", ks[0], ose), hi, at("panel_a", ks[-1], ose)))
         if "panel_b" in set(df["series"]):
             g = o.loc["panel_b"]
             ks = sorted(set(g.index.get_level_values(0)), key=lambda c: float(c.split("=")[1]))
             first, last = g.loc[ks[0]], g.loc[ks[-1]]
-            frac = float((last >= first).mean())
+            gse = ose.loc["panel_b"]
+            # per ε: more passes better beyond 2 standard errors (holds), worse beyond them (fails), else undecided
+            per = [V.greater(last[x], gse.loc[(ks[-1], x)], first[x], gse.loc[(ks[0], x)])
+                   for x in first.index if x in last.index]
+            frac = float(np.mean([v.holds for v in per])) if per else float("nan")
             add("A6", "fig3_3", "MNIST Test 3, b = 50: more passes improve the accuracy (L812, L826)",
-                f"{ks[-1]} ≥ {ks[0]} at {frac:.0%} of the ε grid (mean gain {float((last - first).mean()):+.3f})",
-                frac, frac >= 0.8)
+                f"{ks[-1]} > {ks[0]} beyond 2 s.e. at {frac:.0%} of the ε grid (mean gain "
+                f"{float((last - first).mean()):+.3f})", frac, V.fraction(per, 0.8, min_points=2))
         if "panel_c" in set(df["series"]):
             lo, hi = at("panel_c", "b = 1"), at("panel_c", "b = 10")
             add("A7", "fig3_3", "MNIST Test 1, 20 passes: b = 1 → 0.45, b = 10 → 0.71 at ε = 4 (L812, L830)",
-                f"ε = {emax:g}: b = 1 {lo:.3f}, b = 10 {hi:.3f}", hi - lo, hi > lo)
+                f"ε = {emax:g}: b = 1 {lo:.3f}, b = 10 {hi:.3f} (decided beyond 2 s.e.)", hi - lo,
+                V.greater(hi, at("panel_c", "b = 10", ose), lo, at("panel_c", "b = 1", ose)))
     if "fig3_4" in frames:
         s = ratio_summary(frames["fig3_4"]).set_index(["dataset", "sweep", "x", "method"])["mean"]
         ours = s.xs("bolt_on", level="method")
@@ -525,4 +545,4 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             "b = 10, up to 6× at b = 1, 1 epoch; the gap practically disappears at b = 500 (L834–L836)",
             "; ".join(parts), gap_small, ok)
     rows += ch4.anchor_checks(frames)
-    return pd.DataFrame(rows, columns=["study", "claim", "figure", "statement", "measured", "value", "passed"])
+    return pd.DataFrame(rows, columns=V.COLUMNS)

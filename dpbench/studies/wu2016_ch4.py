@@ -29,6 +29,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from dpbench import verdicts as V
 from dpbench.attacks import model_inversion as mi
 from dpbench.config import ConfigError
 from dpbench.data import diabetes as diabetes_data
@@ -708,6 +709,12 @@ def _means(df, metric):
     return df[df["metric"] == metric].groupby(["method", "x"])["value"].mean()
 
 
+def _sems(df, metric):
+    """Standard errors of :func:`_means` (0 where a single repetition)."""
+    g = df[df["metric"] == metric].groupby(["method", "x"])["value"]
+    return (g.std() / np.sqrt(g.count())).fillna(0.0)
+
+
 def _at(curve: pd.Series, x: float) -> tuple[float, float]:
     """(value at the grid point nearest to x, that grid point)."""
     xs = np.asarray(curve.index, dtype=float)
@@ -718,20 +725,22 @@ def _at(curve: pd.Series, x: float) -> tuple[float, float]:
 def anchor_checks(frames: dict) -> list[dict]:
     rows = []
 
-    def add(claim, fig, statement, measured, value, passed):
-        rows.append({"study": STUDY, "claim": claim, "figure": fig, "statement": statement, "measured": measured,
-                     "value": float(value), "passed": bool(passed)})
+    add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     have = lambda f, ms: f in frames and set(ms) <= set(frames[f]["method"])  # noqa: E731
     if have("fig4_1", ("non_private", "op_data_independent", "fm")):
         df = frames["fig4_1"]
         m = _means(df, "accuracy")
         base, ours, fmc = m.loc["non_private"], m.loc["op_data_independent"], m.loc["fm"]
+        se = _sems(df, "accuracy")
+        op_fm = [V.greater(ours[x], se.get(("op_data_independent", x)), fmc[x], se.get(("fm", x)))
+                 for x in ours.index if x in fmc.index]
         sub = " [SUBSTITUTE DATA]" if bool(df["is_substitute"].any()) else ""
         add("B1", "fig4_1", "diabetes LR: baseline 80%, Data-Independent OP 60–80%, FM 40–60% over ε ∈ [0.1, 4]; OP > FM "
             "for all ε (L871, L1149, L1202–L1206)",
             f"baseline {base.mean():.3f}; OP {ours.min():.3f}–{ours.max():.3f}; FM {fmc.min():.3f}–{fmc.max():.3f}; "
-            f"OP > FM at {int((ours > fmc).sum())}/{len(ours)} ε{sub}", float(base.mean()), bool((ours > fmc).all()))
+            f"OP > FM (beyond 2 s.e.) at {int(sum(v.holds for v in op_fm))}/{len(ours)} ε{sub}", float(base.mean()),
+            V.all_of(op_fm))
     if have("fig4_2", ("fm", "op_data_independent", "op_oracle", "non_private")):
         df = frames["fig4_2"]
         m = _means(df, "mse")

@@ -110,7 +110,7 @@ def test_run_series_rows_cache_plots_and_anchors(config, tmp_path):
     got = set(checks["claim"])
     assert {"B1", "B2", "B3", "B4", "B5", "B6", "B7"} <= got
     for r in ch4.anchor_checks(frames):
-        assert set(r) == {"study", "claim", "figure", "statement", "measured", "value", "passed"}
+        assert set(r) == {"study", "claim", "figure", "statement", "measured", "value", "verdict", "reason", "passed"}
         assert isinstance(r["passed"], bool) and isinstance(r["value"], float)
     man = wu2016.prepare_dataset(config)
     assert man["datasets"]["warfarin"]["n"] == 3095 and man["datasets"]["diabetes"]["is_substitute"]

@@ -5,7 +5,8 @@ rule figure:
     input:
         lambda w: W.series_files(CONFIG, w.study, w.figure),
     output:
-        png=report(f"{FIG}/{{study}}/{{figure}}.png", caption="../report/figure.rst", category="{study}"),
+        png=report(f"{FIG}/{{study}}/{{figure}}.png", caption="../report/figure.rst", category="{study}",
+                   subcategory="figures", labels=lambda w: {"figure": W.figure_label(CONFIG, w.study, w.figure)}),
         txt=f"{FIG}/{{study}}/{{figure}}.txt",
     wildcard_constraints:
         figure="(fig|table)[A-Za-z0-9_]+|[a-z]+_vs_[a-z]+",  # figN / tableN / <y>_vs_<x> (estimation)

@@ -6,13 +6,31 @@ rule anchors:
         lambda w: W.study_series_files(CONFIG, w.study),
     output:
         parquet=f"{RES}/{{study}}/anchors.parquet",
-        html=report(f"{FIG}/{{study}}/anchors.html", caption="../report/anchors.rst", category="{study}"),
+        html=report(f"{FIG}/{{study}}/anchors.html", caption="../report/anchors.rst", category="{study}",
+                    subcategory="anchor checks",
+                    labels=lambda w: {"page": W.anchors_label(f"{RES}/{w.study}/anchors.parquet")}),
     resources:
         **W.light_resources(CONFIG, "anchors"),
     log:
         f"{RES}/logs/{{study}}/anchors.log",
     run:
         W.job_anchors(CONFIG, wildcards.study, list(input), output.parquet, output.html, log[0])
+
+
+# One overview page per study: every figure as a titled thumbnail with its caption beside it, and the verdicts.
+rule gallery:
+    input:
+        png=lambda w: W.study_figure_files(CONFIG, w.study),
+        anchors=f"{RES}/{{study}}/anchors.parquet",
+    output:
+        html=report(f"{FIG}/{{study}}/index.html", caption="../report/gallery.rst", category="{study}",
+                    subcategory="overview", labels={"page": "every figure with its title and caption"}),
+    resources:
+        **W.light_resources(CONFIG, "gallery"),
+    log:
+        f"{RES}/logs/{{study}}/gallery.log",
+    run:
+        W.job_gallery(CONFIG, wildcards.study, list(input.png), input.anchors, output.html, log[0])
 
 
 # What the ε of every method means (neighbouring relation, what it covers, the sources' options): one page.

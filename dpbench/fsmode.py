@@ -1,0 +1,44 @@
+"""Permissions of the files and folders dpbench writes: what ``open()`` / ``mkdir()`` would have given.
+
+Atomic writes go through ``tempfile.mkstemp`` / ``mkdtemp``, which create mode 0600 / 0700 whatever the user's
+umask; renamed into place, such a file would be private even in a shared group folder (a cluster's project
+space with ``umask 002``). :func:`as_created` gives the temporary the mode a plain ``open(path, "w")``
+(0666 & ~umask) or ``mkdir`` (0777 & ~umask) would have, before it is renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where possible (``/proc/self/status`` on Linux; the
+    set-and-restore fallback is not thread-safe, so it is used only where ``/proc`` is unavailable)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    return 0o777 & ~current_umask()
+
+
+def as_created(target, directory: bool = False) -> None:
+    """Give ``target`` (a path or an open file descriptor) the mode a new file (or folder) gets under the
+    current umask."""
+    mode = dir_mode() if directory else file_mode()
+    if isinstance(target, int):
+        os.fchmod(target, mode)
+    else:
+        os.chmod(target, mode)

@@ -1,0 +1,263 @@
+"""Three-valued verdicts of anchor checks (a source's claim tested on the results): *holds*, *does not hold*
+or *undecided* — with the reason for "undecided" — shared by every study, so a reader can trust a green row.
+
+Rules, the same in every study:
+
+- **never a vacuous pass**: a claim about "every point" or "some point" checked on an empty set is undecided
+  (:data:`EMPTY`); a claim that needs several informative points (e.g. a trend) gets :data:`TOO_FEW` when the
+  grid has fewer;
+- **NaN is never a verdict**: a check whose measured value is NaN is undecided (:data:`NAN`), unless the check
+  returned an explicit :class:`Verdict` that says why a NaN is decisive (e.g. "no crossover on a grid that spans
+  the claimed crossover");
+- **differences are decided beyond two standard errors** (:data:`Z`): a difference of means counts only when it
+  is beyond ``Z`` standard errors of that difference; one within them is undecided (:data:`WIDE`), see
+  :func:`compare`, :func:`all_of`, :func:`best_of`;
+- **reduced grids are marked**: results computed on a configuration that is not the study's full configuration
+  (the repository's ``config.yaml``) are "reduced grid: indicative only" on every row and page
+  (:func:`reduced_grid`).
+
+A study builds its rows with :func:`adder` (``add(claim, figure, statement, measured, value, passed)``, where
+``passed`` is a bool, ``None`` (undecided) or a :class:`Verdict`); each row carries ``verdict`` (one of
+:data:`STATUSES`), ``reason`` and, for older readers, ``passed`` (True only when the verdict is "holds").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+HOLDS = "holds"
+FAILS = "does not hold"
+UNDECIDED = "undecided"
+STATUSES = (HOLDS, FAILS, UNDECIDED)
+
+# reasons for "undecided"
+TOO_FEW = "too few informative points"
+EMPTY = "empty set"
+NAN = "NaN measurement"
+WIDE = "interval too wide"
+
+#: a difference counts when it is beyond Z standard errors
+Z = 2.0
+
+REDUCED_LABEL = "reduced grid: indicative only"
+
+COLUMNS = ["study", "claim", "figure", "statement", "measured", "value", "verdict", "reason", "passed"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One verdict: ``status`` in :data:`STATUSES`; ``reason`` says why it is undecided (or adds detail)."""
+
+    status: str
+    reason: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"verdict status must be one of {STATUSES}, got {self.status!r}")
+        if self.status == UNDECIDED and not self.reason:
+            raise ValueError("an undecided verdict needs a reason")
+
+    def __bool__(self):  # a Verdict used as a bool is a bug: "undecided" is neither True nor False
+        raise TypeError("a Verdict has three values; compare .status with HOLDS/FAILS/UNDECIDED")
+
+    @property
+    def holds(self) -> bool:
+        return self.status == HOLDS
+
+    @property
+    def decided(self) -> bool:
+        return self.status != UNDECIDED
+
+
+def holds(reason: str = "") -> Verdict:
+    return Verdict(HOLDS, reason)
+
+
+def fails(reason: str = "") -> Verdict:
+    return Verdict(FAILS, reason)
+
+
+def undecided(reason: str) -> Verdict:
+    return Verdict(UNDECIDED, reason)
+
+
+def _isnan(x) -> bool:
+    try:
+        return x is None or math.isnan(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def verdict_of(passed, value=float("nan")) -> Verdict:
+    """The verdict of a check that returned ``passed`` (bool, None or :class:`Verdict`) for measured ``value``.
+    An explicit Verdict is kept; None is undecided; a bool computed from a NaN value is undecided (:data:`NAN`)."""
+    if isinstance(passed, Verdict):
+        return passed
+    if passed is None or _isnan(passed):
+        return undecided(NAN)
+    if _isnan(value):
+        return undecided(NAN)
+    return holds() if bool(passed) else fails()
+
+
+def row(study: str, claim: str, figure: str, statement: str, measured: str, value, passed) -> dict:
+    """One anchor-check row (see :data:`COLUMNS`)."""
+    v = verdict_of(passed, value)
+    val = float("nan") if _isnan(value) else float(value)
+    return {"study": study, "claim": claim, "figure": figure, "statement": statement, "measured": measured,
+            "value": val, "verdict": v.status, "reason": v.reason, "passed": v.holds}
+
+
+def adder(rows: list, study: str):
+    """``add(claim, figure, statement, measured, value, passed)`` appending :func:`row` to ``rows``."""
+    def add(claim, figure, statement, measured, value, passed):
+        rows.append(row(study, claim, figure, statement, measured, value, passed))
+    return add
+
+
+def as_row(d: dict) -> dict:
+    """A row built elsewhere as a dict with ``passed`` (bool or Verdict) and ``value``: normalised by :func:`row`."""
+    return row(d["study"], d["claim"], d["figure"], d["statement"], d["measured"], d["value"], d["passed"])
+
+
+# -- decision helpers ---------------------------------------------------------------------------------------
+
+
+def compare(diff: float, se: float, z: float = Z) -> int:
+    """+1 if ``diff`` > z·se, −1 if ``diff`` < −z·se, 0 (within the interval, or NaN) otherwise. A missing or
+    NaN ``se`` counts as 0 (an exact difference)."""
+    if _isnan(diff):
+        return 0
+    s = 0.0 if _isnan(se) else float(se)
+    if diff > z * s:
+        return 1
+    if diff < -z * s:
+        return -1
+    return 0
+
+
+def greater(a: float, se_a: float, b: float, se_b: float, z: float = Z) -> Verdict:
+    """Is ``a`` > ``b`` beyond z standard errors of the difference? Within them: undecided (:data:`WIDE`)."""
+    if _isnan(a) or _isnan(b):
+        return undecided(NAN)
+    c = compare(a - b, math.hypot(0.0 if _isnan(se_a) else se_a, 0.0 if _isnan(se_b) else se_b), z)
+    return holds() if c > 0 else fails() if c < 0 else undecided(WIDE)
+
+
+def all_of(verdicts: Iterable, what: str = "") -> Verdict:
+    """Conjunction: fails if any fails; undecided if the set is empty (:data:`EMPTY`, never a vacuous pass) or any
+    is undecided; holds otherwise. Items may be bools or Verdicts."""
+    vs = [v if isinstance(v, Verdict) else verdict_of(v, 0.0) for v in verdicts]
+    if not vs:
+        return undecided(EMPTY + (f" ({what})" if what else ""))
+    if any(v.status == FAILS for v in vs):
+        return fails()
+    und = [v for v in vs if v.status == UNDECIDED]
+    if und:
+        return undecided(und[0].reason)
+    return holds()
+
+
+def any_of(verdicts: Iterable, what: str = "") -> Verdict:
+    """Disjunction: holds if any holds; undecided on an empty set or when the rest are undecided; else fails."""
+    vs = [v if isinstance(v, Verdict) else verdict_of(v, 0.0) for v in verdicts]
+    if not vs:
+        return undecided(EMPTY + (f" ({what})" if what else ""))
+    if any(v.holds for v in vs):
+        return holds()
+    und = [v for v in vs if v.status == UNDECIDED]
+    return undecided(und[0].reason) if und else fails()
+
+
+def fraction(flags: Iterable, threshold: float, min_points: int = 1) -> Verdict:
+    """Does the fraction of decided points that hold reach ``threshold``? ``flags`` are bools, None (an
+    undecided point) or Verdicts. Fewer than ``min_points`` points: undecided (:data:`TOO_FEW`, or
+    :data:`EMPTY` for none). If the undecided points could change the answer, the verdict is undecided
+    (:data:`WIDE`)."""
+    vs = [v if isinstance(v, Verdict) else verdict_of(v, 0.0) for v in flags]
+    n = len(vs)
+    if n == 0:
+        return undecided(EMPTY)
+    if n < min_points:
+        return undecided(f"{TOO_FEW} ({n} < {min_points})")
+    yes = sum(v.holds for v in vs)
+    und = sum(not v.decided for v in vs)
+    lo, hi = yes / n, (yes + und) / n
+    if lo >= threshold:
+        return holds()
+    if hi < threshold:
+        return fails()
+    return undecided(f"{WIDE} ({und} of {n} points within {Z:g} standard errors)")
+
+
+def best_of(means, ses, z: float = Z):
+    """The index label of the largest of ``means`` (pandas Series) if it exceeds the runner-up beyond ``z``
+    standard errors of the difference; None when the two are tied within them (or fewer than one finite mean)."""
+    m = means.dropna()
+    if len(m) == 0:
+        return None
+    order = m.sort_values(ascending=False)
+    if len(order) == 1:
+        return order.index[0]
+    a, b = order.index[0], order.index[1]
+    s = math.hypot(float(ses.get(a, 0.0) or 0.0) if not _isnan(ses.get(a)) else 0.0,
+                   float(ses.get(b, 0.0) or 0.0) if not _isnan(ses.get(b)) else 0.0)
+    return a if compare(order.iloc[0] - order.iloc[1], s, z) > 0 else None
+
+
+def is_best(name, means, ses, z: float = Z) -> Verdict:
+    """Is ``name`` the best of ``means`` beyond z standard errors? holds: it beats every other beyond them;
+    fails: another beats it beyond them; undecided (:data:`WIDE`): tied with the best within them."""
+    m = means.dropna()
+    if name not in m.index:
+        return undecided(NAN)
+    if len(m) == 1:
+        return holds()
+    others = m.drop(index=name)
+    se = lambda k: 0.0 if _isnan(ses.get(k)) else float(ses.get(k))  # noqa: E731
+    cmp = [compare(m[name] - m[o], math.hypot(se(name), se(o)), z) for o in others.index]
+    if all(c > 0 for c in cmp):
+        return holds()
+    if any(c < 0 for c in cmp):
+        return fails()
+    return undecided(WIDE)
+
+
+# -- reduced grids ----------------------------------------------------------------------------------------------
+
+
+def full_config() -> dict:
+    """The repository's ``config.yaml``: the studies' full (paper) grids."""
+    from dpbench.config import DEFAULT_CONFIG_PATH, load_yaml
+
+    return load_yaml(DEFAULT_CONFIG_PATH)
+
+
+def reduced_grid(config: dict, study: str, figure: str | None = None, full: dict | None = None) -> bool:
+    """Was ``study`` (or one ``figure`` of it) run on a reduced grid? Decided from the configuration actually
+    run against the study's full configuration (``full``; default: the repository's ``config.yaml``): the
+    study's settings other than ``figures`` (data sizes, repetitions, solver budgets, ...) and, for one figure,
+    that figure's entry must be equal; for the whole study, every figure entry must be equal. Any difference
+    (a shorter grid, fewer repetitions, smaller data) marks the results "reduced grid: indicative only" — a run
+    on a larger grid is also marked, since the verdicts are calibrated for the full configuration. A study the
+    full configuration does not know is never reduced."""
+    full = full_config() if full is None else full
+    want = (full.get("studies") or {}).get(study)
+    have = (config.get("studies") or {}).get(study)
+    if want is None or have is None:
+        return False
+    strip = lambda c: {k: v for k, v in c.items() if k != "figures"}  # noqa: E731
+    if strip(want) != strip(have):
+        return True
+    wf, hf = want.get("figures") or {}, have.get("figures") or {}
+    if figure is not None:
+        return wf.get(figure) != hf.get(figure)
+    return any(wf.get(f) != hf.get(f) for f in hf)
+
+
+def counts(checks) -> dict:
+    """{status: count} of an anchor-check table (every status present, 0 if none)."""
+    col = checks["verdict"] if "verdict" in checks else checks["passed"].map({True: HOLDS, False: FAILS})
+    return {s: int((col == s).sum()) for s in STATUSES}
