@@ -126,6 +126,11 @@ ENTRIES: tuple[Entry, ...] = (
           "the released estimate (Laplace: ℓ1 sensitivity; Gaussian: ℓ2; local: each report)",
           "nothing (the clip bound is data-independent or a grid value)",
           "— (the notes' local scale B/ε would be 2ε-LDP; not offered)"),
+    # --- audit ---
+    Entry("audit", "white-box audit of every method above (dpbench.audit)", REPLACE_ONE + " (auditor-chosen pair)",
+          "nothing of its own: it tests each method at its study's calibration; ε̂ is an empirical 95% lower "
+          "bound on that method's ε, not a guarantee",
+          "the broken twins, which are miscalibrated on purpose (every row names its variant)", "—"),
 )
 
 
