@@ -78,6 +78,18 @@ CH4_N, CH4_D = 614, 8   # wu2016 Fig. 4.1, diabetes (Pima): 80 % of 768 records,
 # vdm2020: model sensitivity (output perturbation, Alg. 1) and loss perturbation (Alg. 4)
 # ---------------------------------------------------------------------------------------------------------
 
+def _figure_config(config: dict, study: str, figure: str) -> dict:
+    """The settings of ``study``'s ``figure`` whose calibration the audit uses; when that figure is disabled in
+    ``config`` (``null``), the repository's default settings of it (config.yaml) — the calibration is the
+    study's either way."""
+    fc = ((config["studies"].get(study) or {}).get("figures") or {}).get(figure)
+    if fc is None:
+        from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+
+        fc = load_config(DEFAULT_CONFIG_PATH)["studies"][study]["figures"][figure]
+    return fc
+
+
 def _vdm(config: dict) -> dict:
     v = config["studies"]["vdm2020"]
     n = int(v["n_train"] or 60000)
@@ -195,7 +207,7 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
 
     v = config["studies"]["vdm2020"]
     dc = v["dpsgd"]
-    delta = float(v["figures"]["fig1b"]["delta"])
+    delta = float(_figure_config(config, "vdm2020", "fig1b")["delta"])
     n_study = int(v["n_train"] or 60000)
     b = int(dc["batch_size"])
     q = b / n_study
@@ -291,8 +303,9 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
 
     w = config["studies"]["wu2016"]
     m = BOLT_ON_M
-    b = int(w["figures"]["fig3_2"]["batch_size"])
-    passes = int(w["figures"]["fig3_2"]["passes"])
+    f32 = _figure_config(config, "wu2016", "fig3_2")
+    b = int(f32["batch_size"])
+    passes = int(f32["passes"])
     lam = float(w["l2"])
     shared = int(rng.integers(2**62))
     W0, sens = [], None
@@ -435,7 +448,7 @@ def audit_functional_mechanism(config, epsilon, twin, trials, rng):
 # ---------------------------------------------------------------------------------------------------------
 
 def _mean_setup(config):
-    fc = config["studies"]["estimation"]["figures"]["mean_vs_d"]
+    fc = _figure_config(config, "estimation", "mean_vs_d")
     from dpbench.studies.estimation import mean_clip
     n = int(fc["n"])
     d = int(min(fc["dims"]))
@@ -505,7 +518,7 @@ def audit_ldp_mean(config, epsilon, twin, trials, rng):
     from dpbench.methods import estimation as est
     from dpbench.studies.estimation import ldp_clip
 
-    fc = config["studies"]["estimation"]["figures"]["ldp_vs_n"]
+    fc = _figure_config(config, "estimation", "ldp_vs_n")
     B = ldp_clip(fc, int(max(fc["ns"])))
     scale = est.ldp_scale(B, epsilon)
     f = _factor(twin)
