@@ -3,12 +3,14 @@
 Atomic writes go through ``tempfile.mkstemp`` / ``mkdtemp``, which create mode 0600 / 0700 whatever the user's
 umask; renamed into place, such a file would be private even in a shared group folder (a cluster's project
 space with ``umask 002``). :func:`as_created` gives the temporary the mode a plain ``open(path, "w")``
-(0666 & ~umask) or ``mkdir`` (0777 & ~umask) would have, before it is renamed into place.
+(0666 & ~umask) or ``mkdir`` (0777 & ~umask) would have, before it is renamed into place; :func:`mkstemp` and
+:func:`mkdtemp` create temporaries that way.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 
 def current_umask() -> int:
@@ -42,3 +44,17 @@ def as_created(target, directory: bool = False) -> None:
         os.fchmod(target, mode)
     else:
         os.chmod(target, mode)
+
+
+def mkstemp(**kwargs) -> tuple[int, str]:
+    """``tempfile.mkstemp`` whose file has the mode ``open()`` would give it (see :func:`as_created`)."""
+    fd, name = tempfile.mkstemp(**kwargs)
+    as_created(fd)
+    return fd, name
+
+
+def mkdtemp(**kwargs) -> str:
+    """``tempfile.mkdtemp`` whose folder has the mode ``mkdir`` would give it (see :func:`as_created`)."""
+    name = tempfile.mkdtemp(**kwargs)
+    as_created(name, directory=True)
+    return name

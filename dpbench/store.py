@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpbench.fsmode import as_created
+from dpbench import fsmode
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +48,8 @@ def _json_default(o):
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = fsmode.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # the user's umask
     try:
-        as_created(fd)  # mkstemp makes 0600: give the file the user's umask, as open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

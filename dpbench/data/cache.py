@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpbench.fsmode import as_created
+from dpbench import fsmode
 
 log = logging.getLogger(__name__)
 
@@ -226,9 +226,8 @@ def _commit(tmp: Path, folder: Path) -> None:
 def _build_and_commit(folder: Path, build, previous: Entry | None) -> dict:
     """Build the entry in a temporary folder and rename it into place (caller holds the exclusive lock)."""
     sweep(folder)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
+    tmp = Path(fsmode.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))  # the user's umask
     try:
-        as_created(tmp, directory=True)  # mkdtemp makes 0700: the entry gets the user's umask, as mkdir would
         meta = build(tmp, previous)
         manifest = write_manifest(tmp, dict(meta or {}))
         if previous is not None:

@@ -11,14 +11,13 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from dpbench.fsmode import as_created
+from dpbench import fsmode
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +132,7 @@ def try_sources(candidates, cache_dir: Path, accept, *, timeout: float, progress
     that count as a failed candidate)."""
     attempts: list[tuple[str, str]] = []
     for kind, location, name in candidates:
-        fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")
-        as_created(fd)  # the user's umask, not mkstemp's 0600
+        fd, tmp_name = fsmode.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".part")  # the user's umask
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:

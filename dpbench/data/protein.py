@@ -27,14 +27,12 @@ import logging
 import os
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from dpbench.fsmode import as_created
-
+from dpbench import fsmode
 from dpbench.data.download import DownloadError, _is_url, _say, attempt_lines, file_digest, try_sources
 from dpbench.data.parsed import cached_parse, seeded_split, write_parsed
 from dpbench.data.raw import RawSplit
@@ -129,8 +127,7 @@ def _extract_member(archive: Path, dest_dir: Path) -> Path:
         member = next((m for m in tar if m.isfile() and Path(m.name).name == PROTEIN_FILE), None)
         if member is None:
             raise ProteinFormatError(f"archive has no member named {PROTEIN_FILE}")
-        fd, name = tempfile.mkstemp(dir=dest_dir, prefix=f".{PROTEIN_FILE}.", suffix=".extract")
-        as_created(fd)  # the user's umask, not mkstemp's 0600
+        fd, name = fsmode.mkstemp(dir=dest_dir, prefix=f".{PROTEIN_FILE}.", suffix=".extract")  # the user's umask
         try:
             with os.fdopen(fd, "wb") as out:
                 shutil.copyfileobj(tar.extractfile(member), out, _CHUNK)
