@@ -61,10 +61,11 @@ def _factor(twin: str) -> float:
     return float(twin[len("noise_x"):]) if twin.startswith("noise_x") else 1.0
 
 
-def _chunked(trials: int, draw: Callable[[int], np.ndarray]) -> np.ndarray:
+def _chunked(trials: int, draw: Callable[[int], np.ndarray], chunk: int = CHUNK) -> np.ndarray:
+    """``draw(k)`` for blocks of at most ``chunk`` trials, concatenated (``trials`` values in all)."""
     out, left = [], int(trials)
     while left > 0:
-        k = min(CHUNK, left)
+        k = min(chunk, left)
         out.append(np.asarray(draw(k), dtype=np.float64))
         left -= k
     return np.concatenate(out)
@@ -239,12 +240,7 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
             th = dpsgd_softmax(Xs, y, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=epochs_a,
                                learning_rate=lr, rng=rng, n_runs=k, theta0=theta0, lr_schedule="constant")
             return -np.einsum("rdc,dc->r", th - theta0, u)
-        out, left = [], trials
-        while left > 0:
-            k = min(2000, left)
-            out.append(draw(k))
-            left -= k
-        return np.concatenate(out)
+        return _chunked(trials, draw, chunk=2000)   # 2000 runs of T steps at a time
 
     s_d, s_dp = side(1.0), side(-1.0)
     return {"s_d": s_d, "s_dp": s_dp, "delta": delta,
