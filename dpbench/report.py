@@ -154,10 +154,11 @@ def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet
     from dpbench.studies import study
 
     st = study(study_name)
+    full = V.full_config()  # read once for every figure of the page
     head = f"<h2>{html.escape(study_name)}: figures and captions</h2>"
     if anchors_parquet is not None and Path(anchors_parquet).exists():
         head += f"<p><b>{html.escape(anchors_label(anchors_parquet))}</b> (see the anchor-check page)</p>"
-    if V.reduced_grid(config, study_name):
+    if V.reduced_grid(config, study_name, full=full):
         head += (f"<p style='color:#b36b00;font-weight:bold'>{V.REDUCED_LABEL.capitalize()}: this run's configuration "
                  "is smaller than the study's full grid (config.yaml).</p>")
     items = []
@@ -170,7 +171,7 @@ def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet
         caption = cap_path.read_text() if cap_path.exists() else spec.caption
         paras = "".join(f"<p>{html.escape(line)}</p>" for line in caption.splitlines() if line.strip())
         red = (f" <span style='color:#b36b00'>({V.REDUCED_LABEL})</span>"
-               if V.reduced_grid(config, study_name, fig) else "")
+               if V.reduced_grid(config, study_name, fig, full=full) else "")
         items.append(
             f"<div id='{html.escape(fig)}' style='margin:18px 0;padding-top:8px;border-top:1px solid #ccc'>"
             f"<h3 style='margin:4px 0'>{html.escape(fig)}: {html.escape(spec.title)}{red}</h3>"
