@@ -185,3 +185,128 @@ def gallery_html(config: dict, study_name: str, pngs: list[str], anchors_parquet
 
 def write_gallery(config: dict, study_name: str, pngs: list[str], anchors_parquet, out_html) -> None:
     atomic_write_bytes(Path(out_html), gallery_html(config, study_name, pngs, anchors_parquet).encode())
+
+
+# -- the claims page: every checked claim of every study in one table (the report's landing page) ---------------
+
+CLAIM_COLUMNS = ["study", "source", "figure", "claim", "statement", "measured", "verdict", "reason",
+                 "dataset_variant", "reduced_grid"]
+
+
+def claims_frame(anchor_parquets: list[str | Path]) -> pd.DataFrame:
+    """Every row of the studies' ``anchors.parquet`` files in one frame (:data:`CLAIM_COLUMNS`), with the
+    study's source (:mod:`dpbench.sources`); rows in the order of the files, then as the study listed them."""
+    from dpbench.sources import source
+
+    frames = []
+    for p in anchor_parquets:
+        df = normalise_checks(pd.read_parquet(p))
+        df["reduced_grid"] = df["reduced_grid"].astype(bool) if "reduced_grid" in df else False
+        df["dataset_variant"] = df["dataset_variant"].astype(str) if "dataset_variant" in df else ""
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    out["source"] = out["study"].map(lambda s: source(s).short)
+    return out[CLAIM_COLUMNS]
+
+
+def claims_counts(claims: pd.DataFrame) -> pd.DataFrame:
+    """Per study (in order of appearance): ``n`` checks, how many ``hold``, ``fail``, are ``undecided``, and
+    ``reduced`` (rows computed on a reduced grid)."""
+    rows = []
+    for st, g in claims.groupby("study", sort=False):
+        c = V.counts(g)
+        rows.append({"study": st, "source": g["source"].iloc[0], "n": len(g), "hold": c[V.HOLDS],
+                     "fail": c[V.FAILS], "undecided": c[V.UNDECIDED], "reduced": int(g["reduced_grid"].sum())})
+    return pd.DataFrame(rows, columns=["study", "source", "n", "hold", "fail", "undecided", "reduced"])
+
+
+def report_link(path: str) -> str:
+    """A link that opens ``path`` (an output marked for the Snakemake report, as the Snakefile names it) in the
+    report's result view — the same ``javascript:`` link Snakemake writes for ``path_`` in a report caption."""
+    from urllib.parse import quote
+
+    return f"javascript:app.showResultInfo('{quote(str(path), safe='/')}')"
+
+
+def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
+    """The claims page: a count per study ("reproduced k of n") and one table of every checked claim — source,
+    figure, claim, statement, measured number, verdict, dataset variant, grid. ``link(study, figure)`` gives the
+    href of a figure (None: no link); ``fragment``: no ``<html>`` wrapper (for the report's landing page)."""
+    counts = claims_counts(claims)
+    any_reduced = bool(claims["reduced_grid"].any()) if len(claims) else False
+    total = V.counts(claims) if len(claims) else {V.HOLDS: 0, V.FAILS: 0, V.UNDECIDED: 0}
+    esc = html.escape
+
+    def a(study, figure, text):
+        href = link(study, figure) if link is not None else None
+        return f"<a href=\"{esc(href)}\">{esc(text)}</a>" if href else esc(text)
+
+    head = ("<h2 style='margin:6px 0'>Claims of the sources, checked on this run's results</h2>"
+            f"<p><b>{len(claims)} claims: {total[V.HOLDS]} hold, {total[V.FAILS]} do not hold, "
+            f"{total[V.UNDECIDED]} undecided.</b> A claim <i>holds</i> or <i>does not hold</i> when the measurement "
+            "decides it (differences beyond two standard errors where the measurement is random); otherwise it is "
+            "<i>undecided</i> and says why. An empty set never passes.</p>")
+    if any_reduced:
+        head += (f"<p style='color:#b36b00;font-weight:bold'>{V.REDUCED_LABEL.capitalize()}: rows marked so come "
+                 "from a configuration smaller than the study's full grid (config.yaml).</p>")
+    summary = "".join(
+        f"<tr><td>{esc(r.study)}</td><td>{esc(r.source)}</td><td><b>reproduced {r.hold} of {r.n}</b></td>"
+        f"<td>{r.fail}</td><td>{r.undecided}</td><td>{'all' if r.reduced == r.n else r.reduced}</td></tr>"
+        for r in counts.itertuples())
+    table_style = ("border='1' cellpadding='3' style='border-collapse:collapse;font-family:sans-serif;"
+                   "font-size:12px;width:max-content;max-width:none'")
+    summary = (f"<table {table_style}><tr><th>study</th><th>source</th><th>claims that hold</th>"
+               f"<th>do not hold</th><th>undecided</th><th>on a reduced grid</th></tr>{summary}</table>")
+    rows = "".join(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td style='color:{};font-weight:bold'>{}</td><td>{}</td><td>{}</td></tr>".format(
+            esc(r.source), a(r.study, r.figure, r.figure), esc(r.claim), esc(r.statement), esc(r.measured),
+            COLOURS.get(r.verdict, "black"), esc(verdict_text(r)), esc(r.dataset_variant),
+            f"<i>{V.REDUCED_LABEL}</i>" if r.reduced_grid else "full grid")
+        for r in claims.itertuples())
+    table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
+             f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
+    body = f"<div style='font-family:sans-serif'>{head}{summary}<p></p>{table}</div>"
+    if fragment:
+        return body
+    return ("<html><head><meta charset='utf-8'><title>Claims</title></head><body>" + body + "</body></html>")
+
+
+def write_claims(config: dict, anchor_parquets: list[str], out_parquet, out_html, out_fragment,
+                 out_metadata=None) -> pd.DataFrame:
+    """The claims of every study: ``claims.parquet`` (with provenance), a page that links each figure by its
+    path beside the page, the landing-page fragment whose links open the figure in the Snakemake report, and
+    the report's metadata (``snakemake --report-metadata``: its presence makes the landing page show the
+    workflow description, which embeds the fragment)."""
+    claims = claims_frame(anchor_parquets)
+    fig_dir = Path(config["figures_dir"])
+    pngs = {(s, f) for s, f in _enabled_figures(config)}
+
+    def page_link(study, figure):   # the page sits in figures_dir: a relative link works from a browser
+        return f"{study}/{figure}.png" if (study, figure) in pngs else f"{study}/anchors.html"
+
+    def report_figure(study, figure):
+        return report_link(fig_dir / study / (f"{figure}.png" if (study, figure) in pngs else "anchors.html"))
+
+    write_parquet(claims.assign(reduced_grid=claims["reduced_grid"].astype(bool)), out_parquet,
+                  provenance(config, kind="claims"))
+    atomic_write_bytes(Path(out_html), claims_html(claims, page_link).encode())
+    atomic_write_bytes(Path(out_fragment), claims_html(claims, report_figure, fragment=True).encode())
+    if out_metadata is not None:
+        import yaml
+
+        c = V.counts(claims) if len(claims) else {s: 0 for s in V.STATUSES}
+        meta = {"claims checked": f"{len(claims)}: {c[V.HOLDS]} hold, {c[V.FAILS]} do not hold, "
+                                  f"{c[V.UNDECIDED]} undecided (the table above)",
+                "documentation": "docs/index.md in the repository: the sources, and per study the figures, the "
+                                 "formulas with their paper equation numbers, the choices and the deviations"}
+        atomic_write_bytes(Path(out_metadata), yaml.safe_dump(meta, sort_keys=False).encode())
+    return claims
+
+
+def _enabled_figures(config: dict) -> list[tuple[str, str]]:
+    from dpbench.workflow import figures
+
+    return figures(config)

@@ -71,7 +71,15 @@ def all_targets(config: dict) -> list[str]:
     out += [f"{config['figures_dir']}/{s}/index.html" for s in sorted({s for s, _ in figures(config)})]
     out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
+    if figures(config):
+        out += [f"{config['figures_dir']}/claims.html", f"{config['figures_dir']}/claims_front.html",
+                ".dpbench/report_metadata.yaml"]
     return out
+
+
+def claims_inputs(config: dict) -> list[str]:
+    """The anchor checks of every study with a figure enabled: the inputs of the claims page."""
+    return [f"{config['results_dir']}/{s}/anchors.parquet" for s in dict.fromkeys(s for s, _ in figures(config))]
 
 
 def series_signature(config: dict, study: str, figure: str, series: str) -> str:
@@ -294,6 +302,14 @@ def job_gallery(config: dict, study: str, pngs: list[str], anchors: str, out_htm
         write_gallery(config, study, pngs, anchors, out_html)
 
 
+def job_claims(config: dict, anchors: list[str], out_parquet: str, out_html: str, out_fragment: str,
+               out_metadata: str, log: str) -> None:
+    from dpbench.report import write_claims
+
+    with log_to(log):
+        write_claims(config, anchors, out_parquet, out_html, out_fragment, out_metadata)
+
+
 def job_anchors(config: dict, study: str, inputs: list[str], out_parquet: str, out_html: str, log: str) -> None:
     from dpbench.report import run_anchor_checks
 
@@ -382,7 +398,8 @@ def shard_threads(config: dict, study: str, figure: str, series: str, shard: str
 
 #: Resources of the light jobs (data preparation, plots, anchor checks, the privacy table).
 LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure": {"mem_mb": 2000, "runtime": 15},
-         "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10}}
+         "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10},
+         "claims": {"mem_mb": 1000, "runtime": 10}}
 
 
 def light_resources(config: dict, rule: str) -> dict:

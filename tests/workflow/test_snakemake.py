@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -105,6 +106,12 @@ def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
     snakemake(tmp_path, config, "--report", "report.html")
     html = (tmp_path / "report.html").read_text(errors="replace")
     assert "fig2a.png" in html and "anchors.html" in html
+    # the landing page: the workflow description embeds every checked claim (rule claims), shown because the
+    # default profile gives report metadata; the figure links open the figure inside the report
+    claims = pd.read_parquet(tmp_path / "results" / "claims.parquet")
+    assert set(TINY["studies"]) <= set(claims["study"])
+    assert "Claims of the sources, checked on this run" in html and "reproduced " in html
+    assert "app.showResultInfo" in html and "claims checked" in html
 
 
 @pytest.mark.parametrize("override, key", [

@@ -45,3 +45,22 @@ rule privacy_table:
         f"{RES}/logs/privacy_as_labelled.log",
     run:
         W.job_privacy_table(CONFIG, output.html, log[0])
+
+
+# Every checked claim of every study in one table: the report's landing page (workflow/report/workflow.rst embeds
+# claims_front.html, whose links open the figures in the report) and a page of its own beside the figures.
+rule claims:
+    input:
+        W.claims_inputs(CONFIG),
+    output:
+        parquet=f"{RES}/claims.parquet",
+        html=report(f"{FIG}/claims.html", caption="../report/claims.rst", category="claims",
+                    labels={"page": "every checked claim of every study"}),
+        front=f"{FIG}/claims_front.html",
+        metadata=".dpbench/report_metadata.yaml",  # the report's landing page: see profiles/default/config.yaml
+    resources:
+        **W.light_resources(CONFIG, "claims"),
+    log:
+        f"{RES}/logs/claims.log",
+    run:
+        W.job_claims(CONFIG, list(input), output.parquet, output.html, output.front, output.metadata, log[0])
