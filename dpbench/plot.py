@@ -134,7 +134,7 @@ def plot_from_files(config: dict, study_name: str, figure_name: str, inputs: lis
 
     st = study(study_name)
     df = read_results(*inputs)
-    if hasattr(st, "plot"):  # a study with its own figure kinds (panels, tables rendered as images)
+    if st.shape == "units":  # a study with its own figure kinds (panels, tables rendered as images)
         return st.plot(config, figure_name, df, out)
     return plot_figure(st.figure(figure_name), df, out, st.deviations(config["studies"][study_name], figure_name))
 

@@ -54,8 +54,7 @@ def run_anchor_checks(config: dict, study_name: str, inputs: list[str], out_parq
     checks = mark_reduced(normalise_checks(st.anchor_checks(frames)), config, study_name)
     checks["dataset_variant"] = ", ".join(sorted(df["dataset_variant"].unique()))
     write_parquet(checks, out_parquet, provenance(config, study=study_name, kind="anchor_checks"))
-    extra = st.report_html(config, frames) if hasattr(st, "report_html") else ""
-    lead = st.report_lead_html(config, frames) if hasattr(st, "report_lead_html") else ""
+    extra, lead = st.report_html(config, frames), st.report_lead_html(config, frames)
     atomic_write_bytes(Path(out_html), anchors_html(checks, extra, lead).encode())
     return checks
 

@@ -178,10 +178,10 @@ def preprocessing_columns(st, cfg: dict, point) -> dict:
     """``preprocessing`` (what was done between the raw data and the mechanism) and
     ``preprocessing_data_dependent`` (True when a step used statistics of the private training data, so the ε
     does not cover it) — from the study's ``preprocessing(cfg, point)`` when it declares one."""
-    describe = getattr(st, "preprocessing", None)
-    if describe is None:
+    described = st.preprocessing(cfg, point)
+    if described is None:
         return {"preprocessing": "", "preprocessing_data_dependent": False}
-    text, dependent = describe(cfg, point)
+    text, dependent = described
     return {"preprocessing": text, "preprocessing_data_dependent": bool(dependent)}
 
 
@@ -197,7 +197,7 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     cfg = config["studies"][study_name]
     spec = st.figure(figure_name)
     n_jobs = int(n_jobs or config.get("n_jobs") or 1)
-    if hasattr(st, "run_series"):  # a study with its own kind of cells (e.g. song2018's Pufferfish tables)
+    if st.shape == "units":  # the study computes its own series (e.g. song2018's Pufferfish tables)
         df = st.run_series(config, figure_name, method_name, n_jobs=n_jobs)
         if out is not None:
             write_parquet(df, out, provenance(config, study=study_name, figure=figure_name, series=method_name,
@@ -246,7 +246,7 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             "accountant": rec.get("accountant", "exact"),
             "epsilon_achieved": rec.get("epsilon_achieved", p.epsilon if method.kind != "baseline" else np.inf),
             "sampling": rec.get("sampling", ""), "runtime_s": rec.get("runtime_s", np.nan),
-            "neighbouring": dict(cell.params).get("neighbouring", getattr(st, "NEIGHBOURING", "replace_one")),
+            "neighbouring": dict(cell.params).get("neighbouring", st.neighbouring),
             "solver_error_bound": rec.get("solver_error_bound", np.nan),
             "solver_error_fraction": rec.get("solver_error_fraction", np.nan),
             **preprocessing_columns(st, cfg, p),

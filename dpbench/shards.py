@@ -63,7 +63,7 @@ class SeriesShards:
 
 def shardable(config: dict, study: str) -> bool:
     """Series of this study can be split (the runner's tune-then-cells protocol)."""
-    return not hasattr(STUDIES[study], "run_series")
+    return STUDIES[study].shape == "cells"
 
 
 def enabled(config: dict, study: str) -> bool:

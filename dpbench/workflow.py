@@ -105,21 +105,14 @@ def series_threads(config: dict, study: str, figure: str, series: str) -> int:
     ask for fewer where a series does not parallelise (``series_threads`` hook), so Snakemake runs several
     such jobs side by side."""
     n = int(config.get("n_jobs") or 8)
-    st = STUDIES[study]
-    if hasattr(st, "series_threads"):
-        return max(1, min(n, int(st.series_threads(config["studies"][study], figure, series))))
-    return n
+    wanted = STUDIES[study].series_threads(config["studies"][study], figure, series)
+    return n if wanted is None else max(1, min(n, int(wanted)))
 
 
 def series_code_hash(study: str, series: str) -> str:
-    """Hash of the code that computes a series (a study may define ``series_code_hash``; default: the
-    registered method's module)."""
-    st = STUDIES[study]
-    if hasattr(st, "series_code_hash"):
-        return st.series_code_hash(series)
-    from dpbench.methods import REGISTRY
-
-    return REGISTRY.get(series).code_hash()
+    """Hash of the code that computes a series (the study's ``series_code_hash``; default: the registered
+    method's module)."""
+    return STUDIES[study].series_code_hash(series)
 
 
 def caption_rst(config: dict, study: str, figure: str) -> str:
@@ -127,7 +120,7 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
     st = STUDIES[study]
     spec = st.figure(figure)
     lines = [spec.caption,
-             getattr(st, "DATA_NOTE", None) or
+             st.data_note or
              "Data: the variant actually used is printed on the figure (a red SUBSTITUTE DATA label when real "
              "MNIST could not be obtained), recorded in every result row and listed in the anchor-check table."]
     lines += [f"Note: {d}" for d in st.deviations(config["studies"][study], figure)]
@@ -141,11 +134,7 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
 
 
 def dataset_signature(config: dict, study: str) -> str:
-    if hasattr(STUDIES[study], "dataset_signature"):  # a study with its own data (e.g. simulated chains)
-        return STUDIES[study].dataset_signature(config)
-    cfg = config["studies"][study]
-    keys = ("dataset", "n_train", "n_test", "bias")
-    return json.dumps({"data": config["data"], **{k: cfg.get(k) for k in keys}}, sort_keys=True)
+    return STUDIES[study].dataset_signature(config)
 
 
 def prepare_dataset(config: dict, study: str, out: str) -> dict:
@@ -154,17 +143,8 @@ def prepare_dataset(config: dict, study: str, out: str) -> dict:
 
     from dpbench.store import atomic_write_bytes
 
-    st = STUDIES[study]
     Path(out).unlink(missing_ok=True)  # decide `auto` afresh: never from a previous manifest
-    if hasattr(st, "prepare_dataset"):  # a study whose data is not one Problem (e.g. simulated chains)
-        manifest = st.prepare_dataset(config)
-        atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
-        return manifest
-    problem = st.problem(config, config["studies"][study], "test")
-    extra = st.prepare_more(config) if hasattr(st, "prepare_more") else {}
-    manifest = {**extra, "study": study, "dataset_variant": problem.variant,
-                "is_substitute": problem.variant.startswith("substitute"), "n_train": problem.n_train,
-                "n_test": int(problem.X_eval.shape[0]), "dim": problem.dim, "n_classes": problem.n_classes}
+    manifest = STUDIES[study].prepare_dataset(config)
     atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
     return manifest
 

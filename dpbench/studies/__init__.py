@@ -1,12 +1,15 @@
-"""One module per source: figure specs (grid, series, caption, deviations, anchors)."""
+"""The registered studies: one object per source, each implementing the study protocol
+(:mod:`dpbench.studies.protocol`) — the only interface the workflow, runner, plotter and report use."""
 
 from dpbench.studies import audit, estimation, membership, song2018, vdm2020, wu2016
+from dpbench.studies.protocol import Study
 
-STUDIES = {"vdm2020": vdm2020, "song2018": song2018, "wu2016": wu2016, "estimation": estimation,
-           "membership": membership, "audit": audit}
+STUDIES: dict[str, Study] = {st.name: st for st in (
+    vdm2020.Vdm2020Study(), song2018.Song2018Study(), wu2016.Wu2016Study(), estimation.EstimationStudy(),
+    membership.MembershipStudy(), audit.AuditStudy())}
 
 
-def study(name: str):
+def study(name: str) -> Study:
     try:
         return STUDIES[name]
     except KeyError:
