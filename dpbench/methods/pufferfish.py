@@ -589,9 +589,9 @@ def mqm_exact_stationary(P, lengths, eps, ell: int, pi=None, tables=None):
     §7.6.3.1).
 
     With q = π every marginal is π, so the influence of {X_{i−a}, X_{i+b}} depends on (a, b) only (Song 2018,
-    §7.4.3.1): one table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. ``tables`` may pass the output of
-    :func:`stationary_influence_tables` for any ℓ' ≥ ℓ (e.g. shared by every person of a group). Returns an
-    :class:`MQMResult` (or a list, one per ε).
+    §7.4.3.1): one table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. ``tables`` may pass
+    the output of :func:`stationary_influence_tables` for any ℓ' ≥ ℓ (e.g. shared by every person of a group).
+    Returns an :class:`MQMResult` (or a list, one per ε).
     """
     P = _check_stochastic(P)
     pi = stationary_distribution(P) if pi is None else np.asarray(pi, float)
