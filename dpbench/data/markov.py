@@ -39,10 +39,11 @@ ACTIVITY_STATES = ("active", "standing still", "standing moving", "sedentary")
 ACTIVITY_GROUPS = ("cyclist", "older_woman", "overweight_woman")
 ACTIVITY_LABELS = {"cyclist": "cyclist", "older_woman": "older woman", "overweight_woman": "overweight woman"}
 
-# Group-level behaviour of the activity simulator [INFERRED: the real data are private; values chosen by us]. ``pi``: long-run share
-# of each state (cyclists most active, overweight women most sedentary, as Fig. 7.5 reports); ``leave``: the
-# per-epoch (12 s) probability of leaving each state (mean bout = 12 s / leave); ``segments``: mean number of
-# independent chains per person (gaps > 10 min), which sets the longest chain M of GroupDP.
+# Group-level behaviour of the activity simulator [INFERRED: the real data are private; values chosen by us].
+# ``pi``: long-run share of each state (cyclists most active, overweight women most sedentary, as Fig. 7.5
+# reports); ``leave``: the per-epoch (12 s) probability of leaving each state (mean bout = 12 s / leave);
+# ``segments``: mean number of independent chains per person (gaps > 10 min), which sets the longest chain M of
+# GroupDP.
 ACTIVITY_PARAMS = {
     "cyclist": dict(pi=(0.30, 0.16, 0.20, 0.34), leave=(0.025, 0.09, 0.06, 0.015), segments=9.0),
     "older_woman": dict(pi=(0.13, 0.22, 0.25, 0.40), leave=(0.06, 0.18, 0.12, 0.03), segments=11.0),
