@@ -1,13 +1,15 @@
-"""Markov-chain data for song2018 ch. 7 (spec §5.3): synthetic binary chains and two SIMULATED stand-ins.
+"""Markov-chain data for song2018 ch. 7 (Song 2018, §7.6): synthetic binary chains and two SIMULATED stand-ins.
 
 * :func:`binary_class_trials` — the synthetic experiment (Fig. 7.4): per trial p₀, p₁ ~ U[α, 1−α], an initial
-  distribution uniform on the simplex (q₀ ~ U[0, 1]) and a binary chain of length T (thesis L2003–2007).
+  distribution uniform on the simplex (q₀ ~ U[0, 1]) and a binary chain of length T (Song 2018, §7.6.2).
 * :func:`simulate_activity` — SIMULATED stand-in for the private physical-activity data of Ellis et al.
   (Table 7.1, Fig. 7.5): 3 groups of 40 cyclists / 16 older women / 36 overweight women, 4 states (active,
   standing still, standing moving, sedentary), 9,000–10,000 observations per person split into independent
-  chains at gaps (the thesis starts a new chain at every gap > 10 minutes).
+  chains at gaps (the thesis starts a new chain at every gap > 10 minutes, §7.6.3.1).
 * :func:`simulate_electricity` — SIMULATED stand-in for the AMPds whole-house power data (Table 7.3): one
-  51-state chain (200 W bins) of about 10⁶ one-minute readings.
+  51-state chain (200 W bins) of about 10⁶ one-minute readings (§7.6.3.2).
+
+Simulator choices and their reasons: docs/studies/song2018.md#markov-chain-data.
 
 Neither original is available offline (the activity data are private, AMPds is download-only), so every
 row, figure and caption made from these arrays says "simulated". Generators draw from
@@ -37,17 +39,18 @@ ACTIVITY_STATES = ("active", "standing still", "standing moving", "sedentary")
 ACTIVITY_GROUPS = ("cyclist", "older_woman", "overweight_woman")
 ACTIVITY_LABELS = {"cyclist": "cyclist", "older_woman": "older woman", "overweight_woman": "overweight woman"}
 
-# Group-level behaviour of the activity simulator [INFERRED: the real data are private]. ``pi``: long-run share
-# of each state (cyclists most active, overweight women most sedentary, as Fig. 7.5 reports); ``leave``: the
-# per-epoch (12 s) probability of leaving each state (mean bout = 12 s / leave); ``segments``: mean number of
-# independent chains per person (gaps > 10 min), which sets the longest chain M of GroupDP.
+# Group-level behaviour of the activity simulator [INFERRED: the real data are private; values chosen by us].
+# ``pi``: long-run share of each state (cyclists most active, overweight women most sedentary, as Fig. 7.5
+# reports); ``leave``: the per-epoch (12 s) probability of leaving each state (mean bout = 12 s / leave);
+# ``segments``: mean number of independent chains per person (gaps > 10 min), which sets the longest chain M of
+# GroupDP.
 ACTIVITY_PARAMS = {
     "cyclist": dict(pi=(0.30, 0.16, 0.20, 0.34), leave=(0.025, 0.09, 0.06, 0.015), segments=9.0),
     "older_woman": dict(pi=(0.13, 0.22, 0.25, 0.40), leave=(0.06, 0.18, 0.12, 0.03), segments=11.0),
     "overweight_woman": dict(pi=(0.07, 0.15, 0.17, 0.61), leave=(0.08, 0.22, 0.16, 0.03), segments=18.0),
 }
 
-ELECTRICITY_STATES = 51      # 200 W bins: [0, 200), [200, 400), ..., [10000, 10200) W (thesis L2062)
+ELECTRICITY_STATES = 51      # 200 W bins: [0, 200), [200, 400), ..., [10000, 10200) W (Song 2018, §7.6.3.2)
 ELECTRICITY_BIN_W = 200
 
 
@@ -182,7 +185,7 @@ def binary_transition(p0: float, p1: float) -> np.ndarray:
 
 
 def binary_class_trials(seed: int, alpha: float, T: int, n: int, key: str = "") -> dict:
-    """``n`` trials of the synthetic experiment for Θ = [α, 1−α] (thesis L2007): p₀, p₁ ~ U[α, 1−α],
+    """``n`` trials of the synthetic experiment for Θ = [α, 1−α] (Song 2018, §7.6.2): p₀, p₁ ~ U[α, 1−α],
     q₀ = P(X₁ = 0) ~ U[0, 1] (uniform on the 2-simplex), then a chain of length T. Returns arrays
     p0, p1, q0 (n,) and X (n, T) int8, drawn from the stream ``generator(seed, key)``."""
     if not 0 < alpha < 0.5:
@@ -250,7 +253,8 @@ def simulate_activity(seed: int, persons=(40, 16, 36), observations=(9000, 10000
 
 
 def electricity_chain() -> tuple[np.ndarray, np.ndarray]:
-    """The 51-state transition matrix of the simulator and its stationary distribution [INFERRED].
+    """The 51-state transition matrix of the simulator and its stationary distribution [INFERRED: AMPds is not
+    shipped; a plausible household load profile chosen by us].
 
     Long-run power profile: most minutes at a base load of 200–800 W (a bump around state 2), an exponential
     tail of appliance use and a thin power-law tail up to 10 kW. Dynamics: a Metropolis chain with a symmetric

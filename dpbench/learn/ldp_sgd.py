@@ -1,44 +1,47 @@
 """song2018 chapters 3 and 4: DP mini-batch SGD (update 3.6) and local-DP SGD with heterogeneous privacy.
 
-Spec: Song (2018), PhD thesis §1 (chapter 3) and §2 (chapter 4); Lnnn = line of the thesis text
-(Song 2018, PhD thesis).
+Source: S. Song, "Privacy-Preserving Algorithms for Machine Learning", PhD dissertation, UC San Diego, 2018
+(cited as Song 2018), chapter 3 (§3.2–3.4) and chapter 4 (§4.2–4.5); setting, grids and deviations in
+docs/studies/song2018.md.
 
 Setting and privacy (both chapters)
 -----------------------------------
 
 * Rows ``‖x‖₂ ≤ 1``, labels ``y ∈ {−1, +1}``, logistic loss ℓ(w; x, y) = log(1 + e^{−y wᵀx}), so
   ``‖∇ℓ(w; x, y)‖ = σ(−y wᵀx)‖x‖ ≤ 1`` for every w (L = 1, :class:`~dpbench.learn.psgd.LogisticLoss`).
-* Neighbouring relation: **replace one record** (Hamming distance 1, thesis L352); for local DP the
-  "neighbouring inputs" of one report are any two records (x, y), (x', y') of one individual (Def. 2.3.1, L456).
-* Noise density ρ(z) ∝ exp(−(ε/2)‖z‖₂) in ℝ^d (eq. 3.5, L521 / eq. 4.5, L689), sampled as a uniform direction
-  times a radius ‖Z‖ ~ Gamma(shape d, scale 2/ε) (:func:`~dpbench.privacy.mechanisms.sample_l2_laplace` with
-  β = ε/2). Calibration: for any u, u' with ‖u − u'‖ ≤ Δ = 2 the density ratio of u + Z and u' + Z at any
+* Neighbouring relation: **replace one record** (Hamming distance 1, Song 2018, Def. 2.1.1); for local DP the
+  "neighbouring inputs" of one report are any two records (x, y), (x', y') of one individual (Song 2018,
+  Def. 2.3.1, Eq. 2.1).
+* Noise density ρ(z) ∝ exp(−(ε/2)‖z‖₂) in ℝ^d (Song 2018, §3.3, Eq. 3.5; §4.2.1.1, Eq. 4.5), sampled as a
+  uniform direction times a radius ‖Z‖ ~ Gamma(shape d, scale 2/ε)
+  (:func:`~dpbench.privacy.mechanisms.sample_l2_laplace` with β = ε/2). Calibration: for any u, u' with ‖u − u'‖ ≤ Δ = 2 the density ratio of u + Z and u' + Z at any
   point v is exp((ε/2)(‖v − u'‖ − ‖v − u‖)) ≤ exp((ε/2)‖u − u'‖) ≤ e^ε (triangle inequality).
 
   - Chapter 3, update (3.6): the data enter one update only through the batch SUM Σ_{i∈B_t} ∇ℓ(w_t; x_i, y_i);
     replacing one record changes it by ≤ 2 (two gradients of norm ≤ 1), so adding Z_t to the sum (i.e. Z_t/b
     to the average) makes the update ε-DP; the batches of a single pass are disjoint, so the pass is ε-DP by
-    parallel composition (Thm 3.3.1, L546). Sensitivity of the update itself: 2η_t/b (L548).
+    parallel composition (Song 2018, Thm 3.3.1). Sensitivity of the update itself: 2η_t/b (the proof sketch
+    after Thm 3.3.1).
   - Chapter 4, oracle (4.5): ONE individual's report G^DP(w) = λw + ∇ℓ(w; x, y) + Z; λw does not depend on the
-    record and ‖∇ℓ(w; x, y) − ∇ℓ(w; x', y')‖ ≤ 2, so each report is ε-LDP (Thm 4.2.1, L693). Each record is
+    record and ‖∇ℓ(w; x, y) − ∇ℓ(w; x', y')‖ ≤ 2, so each report is ε-LDP (Song 2018, Thm 4.2.1). Each record is
     reported once (one pass); the server's batch average of 50 reports is post-processing.
 
 * Second moment (Thm 4.2.1): for ‖w‖ ≤ 1/λ, ‖λw + ∇ℓ‖ ≤ 2 and E Z = 0, E‖Z‖² = Var + mean² of
   Gamma(d, 2/ε) = 4d/ε² + 4d²/ε², so E‖G^DP(w)‖² ≤ 4 + 4(d² + d)/ε² = Γ² (:func:`gamma_sq_upper`). The
-  lower bound used for c₂(L) (L865) is the noise part of a batch average of b reports, 4(d² + d)/(ε² b)
-  (:func:`gamma_sq_lower`).
+  lower bound used for c₂(L) (Song 2018, §4.5, paragraph 'Why does our algorithm perform suboptimally?') is the
+  noise part of a batch average of b reports, 4(d² + d)/(ε² b) (:func:`gamma_sq_lower`).
 
-Chapter 4 learning-rate theory (L752-800)
------------------------------------------
+Chapter 4 learning-rate theory (Song 2018, §4.4, Algorithms 1–2, Thm 4.4.1)
+---------------------------------------------------------------------------
 
 * Algorithm 1: η_t = c₁/t while querying G₁ (|D₁| samples), then η_t = c₂/t with t continuing to count
   (:func:`two_phase_steps`). With mini-batches t counts batch UPDATES (the phase boundary is |D₁|/b).
 * (4.9): B(c₁, c₂) = [4Γ₁² β₁^{2λc₂−1} c₁²/(2λc₁−1) + 4Γ₂² (1 − β₁^{2λc₂−1}) c₂²/(2λc₂−1)] / T
-  (:func:`bound_B`); c₁* = 1/λ gives c₁²/(2λc₁−1) = 1/λ², hence H_CN, H_NC (L784-786, :func:`H`).
+  (:func:`bound_B`); c₁* = 1/λ gives c₁²/(2λc₁−1) = 1/λ², hence H_CN, H_NC (§4.4.1, :func:`H`).
 * Algorithm 2 (:func:`algorithm2`): c_CN = argmin H_CN, c_NC = argmin H_NC over c > 0 (the point c = 1/(2λ) is a
   removable singularity: (1 − β^x)/x → −log β), order CN iff H_CN(c_CN) ≤ H_NC(c_NC), c₁ = 1/λ.
 * Baselines: SameClean / SameNoisy use one c minimising B(c, c) over c > 1/(2λ) with the two noise levels
-  plugged in (footnote L859, :func:`same_c`); CleanOnly uses c = 1/λ (the minimiser of c²/(2λc−1)).
+  plugged in (§4.5, footnote 1, :func:`same_c`); CleanOnly uses c = 1/λ (the minimiser of c²/(2λc−1)).
 
 The engine :func:`sgd_runs` trains many independent runs side by side: run r visits its own index sequence
 (its own permutation / data order), every model has its own step sizes, and every noisy model draws its own
@@ -79,14 +82,14 @@ __all__ = [
 
 
 def gamma_sq_upper(d: int, epsilon: float) -> float:
-    """Γ² = 4 + 4(d² + d)/ε² (Thm 4.2.1, L693): E‖G^DP(w)‖² bound for ‖w‖ ≤ 1/λ, ‖∇ℓ‖ ≤ 1."""
+    """Γ² = 4 + 4(d² + d)/ε² (Song 2018, Thm 4.2.1): E‖G^DP(w)‖² bound for ‖w‖ ≤ 1/λ, ‖∇ℓ‖ ≤ 1."""
     d = V.count("d", d)
     epsilon = V.positive("epsilon", epsilon)
     return 4.0 + 4.0 * (d * d + d) / epsilon ** 2
 
 
 def gamma_sq_lower(d: int, epsilon: float, batch_size: int) -> float:
-    """4(d² + d)/(ε² b) (L865): E‖(1/b) Σ Z_i‖² of b independent ε-LDP noises, the 'easy lower bound' of Γ²."""
+    """4(d² + d)/(ε² b) (Song 2018, §4.5): E‖(1/b) Σ Z_i‖² of b independent ε-LDP noises, the 'easy lower bound' of Γ²."""
     d = V.count("d", d)
     epsilon = V.positive("epsilon", epsilon)
     b = V.count("batch_size", batch_size)
@@ -148,7 +151,7 @@ def bound_B(c1, c2, gamma1_sq, gamma2_sq, beta1, lam, T: float = 1.0):
 
 
 def H(c, gamma1_sq, gamma2_sq, beta1, lam):
-    """Leading constant of Thm 4.4.1 with c₁ = 1/λ (L784-786): 4Γ₁²β₁^{2λc−1}/λ² + 4Γ₂²(1 − β₁^{2λc−1})c²/(2λc−1).
+    """Leading constant of Thm 4.4.1 with c₁ = 1/λ (Song 2018, §4.4.1): 4Γ₁²β₁^{2λc−1}/λ² + 4Γ₂²(1 − β₁^{2λc−1})c²/(2λc−1).
 
     H_CN = H(c, Γ_C², Γ_N², β_C, λ); H_NC = H(c, Γ_N², Γ_C², β_N, λ)."""
     beta1 = _check_beta(beta1)
@@ -181,7 +184,7 @@ def argmin_H(gamma1_sq, gamma2_sq, beta1, lam) -> tuple[float, float]:
 
 def same_c(gamma1_sq, gamma2_sq, beta1, lam) -> float:
     """argmin over c > 1/(2λ) of B(c, c) = 4c²/(2λc−1)·[Γ₁²β₁^{2λc−1} + Γ₂²(1 − β₁^{2λc−1})] (SameClean/SameNoisy,
-    L855-859: one learning rate for both data sets, separate noise levels plugged in)."""
+    Song 2018, §4.5 and its footnote 1: one learning rate for both data sets, separate noise levels plugged in)."""
     beta1 = _check_beta(beta1)
     lam = V.positive("lam", lam)
 
@@ -210,7 +213,7 @@ class Alg2Choice:
 
 
 def algorithm2(gamma_c_sq, gamma_n_sq, beta_c, lam) -> Alg2Choice:
-    """Algorithm 2 (L792-800): choose the order and c₂ by minimising H_CN and H_NC (ties → CN, as written)."""
+    """Algorithm 2 (Song 2018, §4.4.1): choose the order and c₂ by minimising H_CN and H_NC (ties → CN, as written)."""
     beta_c = _check_beta(beta_c)
     c_cn, h_cn = argmin_H(gamma_c_sq, gamma_n_sq, beta_c, lam)
     c_nc, h_nc = argmin_H(gamma_n_sq, gamma_c_sq, 1.0 - beta_c, lam)
@@ -255,7 +258,7 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
         ``np.inf`` = a non-private model. ε-DP per pass needs disjoint batches (each row once in ``seq[r]``).
       * ``"sample"`` (chapter 4, oracle 4.5 averaged over the batch): noise = (1/b) Σ_{i∈B} Z_i with
         Z_i ∝ exp(−(ε_i/2)‖z‖), ``epsilon`` (R, N) the ε of the individual at each position of ``seq``;
-        ``noisy`` (M,) bool: False models get no noise (the noiseless twins v_t of Thm 4.3.1, L733-745).
+        ``noisy`` (M,) bool: False models get no noise (the noiseless twins v_t of Song 2018, Thm 4.3.1).
 
     ``seq`` (R, N) row indices with N ≥ T·b, T = eta.shape[1]; ``eta`` (M, T); ``model_run`` (M,) (default
     arange(R)); ``checkpoints`` update counts k ∈ [0, T] at which F(w) on (X, y) is recorded (``trace``).

@@ -1,7 +1,9 @@
 """Private mean and covariance estimation: pure (Laplace, ℓ1) vs approximate (Gaussian, ℓ2) DP, local vs central.
 
-Spec: the course slides and lecture notes §2.1 (003:L7–L23) and §2.2 (003:L27–L37), errata §2.8. Plain numpy; every
-function works on arrays and draws all noise of a batch of releases in one call.
+Source: "Lecture 19: Additional topics in private machine learning", lecture notes, December 5, 2019 (cited as
+Lecture 19), §1 (estimation with pure DP in high dimensions) and §2 (local DP); errata and our choices in
+docs/studies/estimation.md. Plain numpy; every function works on arrays and draws all noise of a batch of
+releases in one call.
 
 Neighbouring relation: **replace-one** (D and D′ have the same size n, which is public, and differ in one
 row). Every sensitivity below is the supremum of ‖f(D) − f(D′)‖ over such pairs, derived in the docstrings.
@@ -16,17 +18,17 @@ Estimators
   triangle (diagonal included) are noised; the lower triangle is mirrored from them, so the release is
   symmetric and the mirror is post-processing. Upper-triangle Δ₁ ≤ (d+1)c²/n, Δ₂ = √2·c²/n.
 * :func:`ldp_release` — one user's report clip(x, −B, B) + Lap(2B/ε), ε-LDP (the notes' Lap(√log n/ε) on a
-  value of range 2√log n is only 2ε-LDP, erratum 003:L29); :func:`ldp_mean` averages the reports.
+  value of range 2√log n is only 2ε-LDP, erratum to Lecture 19, §2); :func:`ldp_mean` averages the reports.
 
 Mechanisms (:func:`calibrate`): ``laplace`` adds i.i.d. Lap(Δ₁/ε) to every noised coordinate ((ε, 0)-DP);
 ``gaussian_classic`` adds N(0, σ²) with σ = Δ₂√(2 ln(1.25/δ))/ε (ε < 1 only) and ``gaussian_analytic`` the
 smallest σ of Balle & Wang (2018) ((ε, δ)-DP for any ε > 0); the calibrations are those of
 :mod:`dpbench.privacy.mechanisms`.
 
-The notes' coordinate-wise algorithm ("apply the 1-D algorithm to every coordinate and compose", 003:L9) is
+The notes' coordinate-wise algorithm ("apply the 1-D algorithm to every coordinate and compose", Lecture 19, §1) is
 exactly the Laplace mechanism on the vector under basic composition (d coordinate-wise Lap(2B/(n·ε/d)) =
 Lap(2Bd/(nε)) each); under advanced composition the Gaussian mechanism calibrated to the vector's ℓ2
-sensitivity is the standard (and tighter) equivalent, which is what 003:L19 describes.
+sensitivity is the standard (and tighter) equivalent, which is what Lecture 19, §1, describes.
 """
 
 from __future__ import annotations
@@ -192,8 +194,8 @@ def project_rows(X, radius: float) -> np.ndarray:
 def truncated_covariance(X, radius: float) -> np.ndarray:
     """(1/n)·Σᵢ x̃ᵢx̃ᵢᵀ with x̃ᵢ the projection of row i onto the ℓ2 ball of radius c; X (..., n, d) → (..., d, d).
 
-    X must already be centred at the known mean (known-mean covariance estimation, 003:L23). Each term has
-    ‖x̃x̃ᵀ‖_F = ‖x̃‖₂² ≤ c²."""
+    X must already be centred at the known mean (known-mean covariance estimation, Lecture 19, Open Question
+    1.1). Each term has ‖x̃x̃ᵀ‖_F = ‖x̃‖₂² ≤ c²."""
     Xt = project_rows(X, radius)
     return np.einsum("...ni,...nj->...ij", Xt, Xt, optimize=True) / Xt.shape[-2]
 
@@ -207,7 +209,7 @@ def covariance_sensitivity(n: int, d: int, radius: float) -> tuple[float, float]
     disjoint halves with flat entries reach (d+2)c²/(2n), so it is tight within a factor 2). In ℓ2,
     Σ_{j≤k}M_jk² = (‖M‖_F² + Σ_j M_jj²)/2 with ‖M‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(x·y)² ≤ 2c⁴ and
     Σ_j M_jj² ≤ Σ_j(xⱼ⁴ + yⱼ⁴) ≤ 2c⁴: **Δ₂ = √2·c²/n**, attained by x = c·e₁, y = c·e₂.
-    With c ∝ √d (the norm of a d-dimensional Gaussian row) Δ₁ = Θ(d²)/n and Δ₂ = Θ(d)/n (003:L19)."""
+    With c ∝ √d (the norm of a d-dimensional Gaussian row) Δ₁ = Θ(d²)/n and Δ₂ = Θ(d)/n (Lecture 19, §1)."""
     n, d = V.count("n", n), V.count("d", d)
     c = V.positive("radius", radius)
     return (d + 1) * c * c / n, math.sqrt(2.0) * c * c / n
@@ -257,14 +259,16 @@ def private_covariance(X, radius: float, epsilon: float, delta: float, mechanism
 def ldp_scale(clip: float, epsilon: float) -> float:
     """Laplace scale 2B/ε of one ε-LDP report: clip(x) ∈ [−B, B] has range 2B over any two user values.
 
-    003:L29 uses Lap(B/ε) with B = √log n, which is only 2ε-LDP (spec §2.8)."""
+    Lecture 19, §2, uses Lap(B/ε) with B = √log n, which is only 2ε-LDP
+    (docs/studies/estimation.md#errata-in-the-notes)."""
     return 2.0 * V.positive("clip", clip) / V.positive("epsilon", epsilon)
 
 
 def ldp_release(x, clip: float, epsilon: float, rng: np.random.Generator, size=None) -> np.ndarray:
     """Each user's report clip(xᵢ, −B, B) + Lap(2B/ε): every report is ε-DP in that user's value alone.
 
-    Clipping, not the notes' zeroing outside [−√log n, √log n], whose bias dominates the rate (spec §2.2)."""
+    Clipping, not the notes' zeroing outside [−√log n, √log n], whose bias dominates the rate
+    (docs/studies/estimation.md#clipping-instead-of-zeroing)."""
     x = np.asarray(x, dtype=float)
     if not np.isfinite(x).all():
         raise ValueError("x must be finite (no NaN or inf)")
@@ -316,7 +320,8 @@ def laplace_gaussian_rms_ratio(d: int, epsilon: float, delta: float, calibration
     """RMS(Laplace noise) / RMS(Gaussian noise) of the clipped mean, independent of n and B.
 
     √(2d)·(2Bd/(nε)) / (√d·σ) with σ = s·(2B√d/n)/ε gives √(2d)/s, s = σε/Δ₂. Classic: s = √(2 ln(1.25/δ)),
-    so the ratio is √d/√(ln(1.25/δ)) (the [CHK] of spec §2.1); analytic: s = α(ε, δ)·√(ε/2)."""
+    so the ratio is √d/√(ln(1.25/δ)) (checked numerically, docs/studies/estimation.md#laplace-vs-gaussian-ratio);
+    analytic: s = α(ε, δ)·√(ε/2)."""
     d = V.count("d", d)
     s = calibrate(calibration, 1.0, 1.0, epsilon, delta).scale * epsilon  # Δ₂ = 1
     return math.sqrt(2.0 * d) / s

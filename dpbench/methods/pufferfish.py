@@ -1,14 +1,18 @@
 """Pufferfish privacy mechanisms for correlated data (song2018 ch. 7; Song, Wang & Chaudhuri, SIGMOD 2017).
 
-Spec: Song (2018), PhD thesis §5. Everything here is plain numpy and works on arrays:
+Source: S. Song, "Privacy-Preserving Algorithms for Machine Learning", PhD dissertation, UC San Diego, 2018
+(Song 2018), chapter 7: §7.3 (Wasserstein Mechanism), §7.4 (Markov Quilt Mechanism), §7.6 (experiments);
+reconstructions and deviations in docs/studies/song2018.md#pufferfish-mechanisms. Everything here is plain
+numpy and works on arrays:
 
 * :func:`winf_distance`, :func:`wasserstein_scale` — the ∞-Wasserstein mechanism (Alg. 6, eq. 7.1).
 * :func:`mqm_scale` — the Markov Quilt Mechanism in general form (Alg. 7) from per-node quilt tables.
 * :func:`mqm_exact` — MQMExact for Markov chains (Alg. 8, max-influence of eq. 7.3, quilt set of Lemma 7.4.4
-  restricted to card(X_N) ≤ ℓ). ``q=None`` means "every initial distribution" (the vertex argument, spec §5.3).
+  restricted to card(X_N) ≤ ℓ). ``q=None`` means "every initial distribution" (the vertex argument,
+  docs/studies/song2018.md#quilt-sets-and-initial-distributions).
 * :func:`mqm_exact_stationary` — the same for one chain θ = (π, P) started in its stationary distribution
   (the real-data setting): the influence of {X_{i−a}, X_{i+b}} depends on (a, b) only, so one (ℓ × ℓ) table
-  serves every node and every chain length (thesis L1838).
+  serves every node and every chain length (Song 2018, §7.4.3.1, the remark closing 'Running Time Analysis').
 * :func:`mqm_approx` — MQMApprox (Alg. 9) with the bound of Lemma 7.4.6, its one-sided analogues and a
   reversible-chain variant (both RECONSTRUCTED: the thesis defers them to the full paper; derivation below),
   ℓ from Lemma 7.4.7 (:func:`lemma_7_4_7`).
@@ -17,7 +21,7 @@ Spec: Song (2018), PhD thesis §5. Everything here is plain numpy and works on a
 Conventions: nodes are 1-based (X_1..X_T) in every returned quilt, as in the thesis. A chain class is given by
 transition matrices; the secret pairs are (X_i = x, X_i = x') for every node and every pair of values with
 positive probability (Def. 2.4.1). The released value is F(X) + L·σ_max·Lap(1) per coordinate, F L-Lipschitz
-in L1 (Alg. 7 and the "vector-valued functions" remark, L1756).
+in L1 (Song 2018, Alg. 7 and the "Vector-Valued Functions" remark after it, §7.4.2).
 
 Derivation of the approximate bounds (used for MQMApprox; checked numerically against (7.3) in the tests).
 For a chain with stationary π and any initial distribution, P(X_{i+b}=y|X_i=x)/P(X_{i+b}=y|X_i=x') =
@@ -191,8 +195,8 @@ def wasserstein_scale(conditionals) -> float:
 
 
 def flu_conditionals(p_count) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The flu example (L1655): n exchangeable people (a clique), P(N = j) given for j = 0..n. Returns
-    (support, P(N | X_i = 0), P(N | X_i = 1)) with P(X_i = 1 | N = j) = j/n."""
+    """The flu example (Song 2018, §7.3.1, the Example after Alg. 6): n exchangeable people (a clique), P(N = j)
+    given for j = 0..n. Returns (support, P(N | X_i = 0), P(N | X_i = 1)) with P(X_i = 1 | N = j) = j/n."""
     p = np.asarray(p_count, float)
     n = len(p) - 1
     j = np.arange(n + 1)
@@ -254,7 +258,8 @@ def chain_influence_terms(P, n: int):
     """The two transition terms of (7.3) for distances d = 0..n, as arrays of shape (n+1, k, k):
 
     * ``back[d, x, x'] = max_z log Pᵈ(z, x)/Pᵈ(z, x')`` — the X_{i−a} term, maximised over ALL states z,
-      including states of zero marginal probability (needed to reproduce 13.0219, spec §9);
+      including states of zero marginal probability (needed to reproduce the running example's 13.0219, Song 2018,
+      §7.4.3.1; restricted to reachable states it gives 12.9341);
     * ``fwd[d, x, x'] = max_y log Pᵈ(x, y)/Pᵈ(x', y)`` — the X_{i+b} term.
 
     Computed from precomputed matrix powers in chunks of distances (O(n k³)).
@@ -276,7 +281,8 @@ def _node_priors(Pw, q, T: int):
     """Prior term log P(X_i = x')/P(X_i = x) of (7.3) for i = 1..T, shape (T, k, k) (0 off the secret pairs),
     and the mask of secret pairs (x ≠ x', both of positive probability). ``q=None``: supremum over every
     initial distribution — the term is linear-fractional in q, so the sup is at a vertex:
-    max_z log P^{i−1}(z, x')/P^{i−1}(z, x) (spec §5.3)."""
+    max_z log P^{i−1}(z, x')/P^{i−1}(z, x) (our substitute for the thesis's unstated 'optimization procedure in the
+    full paper', Song 2018, §7.6.2; docs/studies/song2018.md#quilt-sets-and-initial-distributions)."""
     k = Pw.shape[1]
     off = ~np.eye(k, dtype=bool)
     if q is None:
@@ -459,9 +465,10 @@ def mqm_exact(thetas, T: int, eps, ell: int | None = None):
     """MQMExact (Alg. 8) for a class Θ of chains of length T.
 
     ``thetas`` is a list of (q, P): q a probability vector, or None for "every initial distribution" with that
-    P (the sup of (7.3) over the simplex, attained at a vertex, spec §5.3). Max-influence from (7.3) with the
-    X_{i−a} term maximised over all states; the quilt set is Lemma 7.4.4's {X_{i−a}, X_{i+b}}, {X_{i−a}},
-    {X_{i+b}} with card(X_N) ≤ ℓ (spec §8: ℓ bounds the local set), plus the trivial quilt (card T, e = 0).
+    P (the sup of (7.3) over the simplex, attained at a vertex, see :func:`_node_priors`). Max-influence from
+    (7.3) with the X_{i−a} term maximised over all states; the quilt set is Lemma 7.4.4's {X_{i−a}, X_{i+b}},
+    {X_{i−a}}, {X_{i+b}} with card(X_N) ≤ ℓ (ℓ bounds the size of the local set X_N, Song 2018, §7.4.3.2, text
+    before Lemma 7.4.7; Alg. 8's printed quilt set mixes < and ≤), plus the trivial quilt (card T, e = 0).
     Nodes without a secret pair (single-point marginal support) are skipped. σ_max = max over θ of
     max_i min_Q σ(X_Q). Cost O(T·ℓ²·k²) per θ, vectorised over (node, a, b).
 
@@ -578,12 +585,13 @@ def stationary_influence_tables(P, pi, ell: int):
 
 def mqm_exact_stationary(P, lengths, eps, ell: int, pi=None, tables=None):
     """MQMExact (Alg. 8) for Θ = {(π, P)}: chains (segments) of the given lengths, each started in the stationary
-    distribution π of P, all independent (a node's quilts stay inside its own chain; thesis L2034–2040).
+    distribution π of P, all independent (a node's quilts stay inside its own chain; Song 2018, §7.6.3,
+    §7.6.3.1).
 
-    With q = π every marginal is π, so the influence of {X_{i−a}, X_{i+b}} depends on (a, b) only (L1838): one
-    table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. ``tables`` may pass the output of
-    :func:`stationary_influence_tables` for any ℓ' ≥ ℓ (e.g. shared by every person of a group). Returns an
-    :class:`MQMResult` (or a list, one per ε).
+    With q = π every marginal is π, so the influence of {X_{i−a}, X_{i+b}} depends on (a, b) only (Song 2018,
+    §7.4.3.1): one table of e(a, b) for a, b ≤ ℓ (O(ℓ²k²)) serves every node of every chain. ``tables`` may pass
+    the output of :func:`stationary_influence_tables` for any ℓ' ≥ ℓ (e.g. shared by every person of a group).
+    Returns an :class:`MQMResult` (or a list, one per ε).
     """
     P = _check_stochastic(P)
     pi = stationary_distribution(P) if pi is None else np.asarray(pi, float)
@@ -718,8 +726,9 @@ def mqm_approx(pi_min: float, g: float, lengths, eps, ell: int | None = None, bo
 
 def group_dp_scale(lipschitz: float, longest_chain: int, eps: float) -> float:
     """GroupDP: every entry of a connected chain may be correlated with every other, so the group is the whole
-    chain: Laplace scale L·M/ε per coordinate, M = the longest chain (thesis L1996, L2038; spec §5.3 — the
-    histogram's L = 2/T reproduces Table 7.3's ≈ 102/ε, the scalar synthetic query's L = 1/T gives 1/ε)."""
+    chain: Laplace scale L·M/ε per coordinate, M = the longest chain (Song 2018, §7.6.1 'Algorithms', §7.6.3.1;
+    the text's "Lap(1/ε) per bin" is read as L·M/ε: the histogram's L = 2/T reproduces Table 7.3's ≈ 102/ε, the
+    scalar synthetic query's L = 1/T gives Fig. 7.4's 1/ε; docs/studies/song2018.md#groupdp-baseline)."""
     return float(lipschitz) * int(longest_chain) / float(eps)
 
 
@@ -811,7 +820,8 @@ def gk16_norm(phi: dict, lengths, exact_max: int = 4096) -> float:
 
 def gk16_scale(lipschitz: float, norm: float, eps: float) -> float:
     """GK16 noise: applicable only if ‖Φ‖₂ < 1; an ε_DP-DP release is then ε_DP/(1 − ‖Φ‖₂)-private, so the
-    Laplace scale is L/(ε(1 − ‖Φ‖₂)) (RECONSTRUCTED reading, spec §5.3). Returns inf when not applicable."""
+    Laplace scale is L/(ε(1 − ‖Φ‖₂)) (RECONSTRUCTED reading, docs/studies/song2018.md#gk16-baseline). Returns
+    inf when not applicable."""
     if not norm < 1:
         return float("inf")
     return float(lipschitz) / (float(eps) * (1.0 - float(norm)))

@@ -1,7 +1,8 @@
-"""estimation — pure vs approximate DP in high dimensions, local vs central DP (lecture 19 notes, 003).
+"""estimation — pure vs approximate DP in high dimensions, local vs central DP (Lecture 19 notes).
 
-Spec: the course slides and lecture notes §2.1, §2.2, §2.8, §2.9. The notes give rates only (no experiment), so every
-figure here is a benchmark built on their claims:
+Source: "Lecture 19: Additional topics in private machine learning", lecture notes, December 5, 2019 (cited as
+Lecture 19), §1 and §2; setup, errata and inferred values in docs/studies/estimation.md. The notes give rates only (no
+experiment), so every figure here is a benchmark built on their claims:
 
 * ``mean_vs_d`` — ℓ2 error of the clipped mean vs d: Laplace (pure ε-DP, ℓ1) vs Gaussian ((ε, δ), ℓ2; classic
   and analytic calibration), fixed n, ε, δ.
@@ -53,7 +54,7 @@ FIGURES: dict[str, FigureSpec] = {
     "mean_vs_d": FigureSpec(
         STUDY, "mean_vs_d", "Mean estimation: ℓ2 error vs dimension (pure vs approximate DP)", "d", "dimension d",
         "ℓ2 error ‖μ̃ − μ‖₂", PRIVATE_D + ("non_private",),
-        "Lecture 19 §1 (003:L7-L17): coordinate-wise clipped mean of n samples of N(μ, I_d), μ ~ U[−R, R]^d, "
+        "Lecture 19, §1: coordinate-wise clipped mean of n samples of N(μ, I_d), μ ~ U[−R, R]^d, "
         "released with Laplace noise calibrated to the ℓ1 sensitivity (pure ε-DP) or Gaussian noise calibrated "
         "to the ℓ2 sensitivity ((ε, δ)-DP, classic and analytic calibration), as a function of d at fixed n, ε, "
         "δ. Curves: mean ± std of ‖μ̃ − μ‖₂ over repetitions; dotted: root-mean-square privacy term; dashed "
@@ -62,7 +63,7 @@ FIGURES: dict[str, FigureSpec] = {
     "cov_vs_d": FigureSpec(
         STUDY, "cov_vs_d", "Covariance estimation: Frobenius error vs dimension (pure vs approximate DP)", "d",
         "dimension d", "Frobenius error ‖Σ̃ − Σ‖ꜰ", PRIVATE_D + ("non_private",),
-        "Lecture 19 §1 (003:L19): truncated empirical covariance (known mean 0, rows projected to the ℓ2 ball "
+        "Lecture 19, §1: truncated empirical covariance (known mean 0, rows projected to the ℓ2 ball "
         "of radius c = κ√d) of n samples of N(0, Σ), Σ = Q diag(λ) Qᵀ with λ evenly spaced in [1/cond, 1] and "
         "Q Haar-random, released with Laplace (ℓ1) or Gaussian (ℓ2) noise on the upper triangle, mirrored. "
         "Curves: mean ± std of ‖Σ̃ − Σ‖_F; dotted: RMS privacy term; dashed black: non-private empirical "
@@ -71,7 +72,7 @@ FIGURES: dict[str, FigureSpec] = {
     "ldp_vs_n": FigureSpec(
         STUDY, "ldp_vs_n", "1-D mean: error vs n, local vs central ε-DP", "n", "number of samples n",
         "absolute error |μ̃ − μ|", ("local", "central", "non_private"),
-        "Lecture 19 §2 (003:L27-L37): mean of n samples of N(μ, 1), μ ~ U[−R, R], under ε-local DP (every user "
+        "Lecture 19, §2: mean of n samples of N(μ, 1), μ ~ U[−R, R], under ε-local DP (every user "
         "releases clip(x, −B, B) + Lap(2B/ε), the curator averages) and central ε-DP (clipped mean + "
         "Lap(2B/(nε))), one colour per ε. Curves: mean ± std of |μ̃ − μ|; dotted: RMS privacy term; dashed "
         "black: non-private empirical mean. Legend: log-log slope of the privacy term in n (theory −0.5 local, "
@@ -165,7 +166,8 @@ def prepare_dataset(config: dict) -> dict:
 
 def mean_clip(fc: dict, n: int, d: int) -> float:
     """Per-coordinate clip B of ``mean_vs_d``: ``grid`` R + √(2 ln(n·d_max)) (one B for the whole d grid),
-    ``point`` R + √(2 ln(n·d)) (spec §2.1 [CHK]), or the configured number."""
+    ``point`` R + √(2 ln(n·d)) (the bound of our numerical check, docs/studies/estimation.md#clip-bounds), or the
+    configured number."""
     rule = fc["clip"]
     if rule == "grid":
         return fc["mean_range"] + math.sqrt(2 * math.log(n * max(fc["dims"])))
@@ -175,7 +177,8 @@ def mean_clip(fc: dict, n: int, d: int) -> float:
 
 
 def ldp_clip(fc: dict, n: int) -> float:
-    """Clip B of ``ldp_vs_n``: ``grid`` R + √(2 ln n_max), ``point`` R + √(2 ln n) (spec §2.2), or a number."""
+    """Clip B of ``ldp_vs_n``: ``grid`` R + √(2 ln n_max), ``point`` R + √(2 ln n)
+    (docs/studies/estimation.md#clip-bounds), or a number."""
     rule = fc["clip"]
     if rule == "grid":
         return fc["mean_range"] + math.sqrt(2 * math.log(max(fc["ns"])))
@@ -493,19 +496,19 @@ def deviations(cfg: dict, name: str) -> list[str]:
         n, dims = fc["n"], fc["dims"]
         rule = {"grid": f"B = R + √(2 ln(n·d_max)) = {mean_clip(fc, n, dims[0]):.3f} for every d of the grid "
                         "(the slope then reflects the mechanism alone; per coordinate, P(clipped) ≤ 1/(n·d_max))",
-                "point": "B = R + √(2 ln(n·d)) at each d (spec §2.1 [CHK]; adds a slowly growing factor to the "
+                "point": "B = R + √(2 ln(n·d)) at each d (adds a slowly growing factor to the "
                          "slopes)"}.get(fc["clip"], f"B = {fc['clip']} (configured)")
         out += [
-            f"[INFERRED] The notes have no experiment. Setup of spec §2.1 [CHK]: n = {n}, ε = {fc['epsilon']}, "
+            f"[INFERRED: the notes have no experiment; grid and sizes chosen by us] n = {n}, ε = {fc['epsilon']}, "
             f"δ = {fc['delta']:g}, μ ~ U[−{fc['mean_range']:g}, {fc['mean_range']:g}]^d, identity covariance, "
             f"d ∈ {dims}, {fc['repetitions']} repetitions. ε < 1 because the classic Gaussian σ is only proven "
-            "for ε < 1 (the [CHK] table used ε = 1).",
+            "for ε < 1.",
             f"Clipping: every coordinate to [−B, B], {rule}.",
             NEIGHBOUR_NOTE + " Clipped mean: Δ₁ = 2Bd/n (Laplace scale 2Bd/(nε)), Δ₂ = 2B√d/n (classic σ = "
             "Δ₂√(2 ln(1.25/δ))/ε; analytic σ of Balle & Wang 2018).",
-            "The notes' coordinate-wise algorithm with composition (003:L9-L17): basic composition of d 1-D "
+            "The notes' coordinate-wise algorithm with composition (Lecture 19, §1): basic composition of d 1-D "
             "Laplace mechanisms at ε/d is exactly the ℓ1-calibrated Laplace mechanism used here; for approximate DP "
-            "the ℓ2-calibrated Gaussian mechanism (003:L19) replaces advanced composition (same d-rate, tighter "
+            "the ℓ2-calibrated Gaussian mechanism (Lecture 19, §1) replaces advanced composition (same d-rate, tighter "
             "constants).",
             "Exponents: the RMS ℓ2 privacy term is √(2d)·2Bd/(nε) ∝ d^1.5 (Laplace) and √d·σ ∝ d^1.0 "
             "(Gaussian); the squared error has exponents 3 and 2. Laplace/Gaussian RMS ratio = √(2d)·Δ₂/(σε) = "
@@ -515,7 +518,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
         ]
     elif name == "cov_vs_d":
         out += [
-            f"[INFERRED] The notes give only the scalings (003:L19). Setup: n = {fc['n']}, ε = {fc['epsilon']}, "
+            f"[INFERRED: the notes give only the scalings, Lecture 19, §1] Setup: n = {fc['n']}, ε = {fc['epsilon']}, "
             f"δ = {fc['delta']:g}, known mean 0, Σ = Q diag(λ) Qᵀ, λ evenly spaced in [1/{fc['condition_number']:g}, "
             f"1] (well-conditioned), Q Haar-random per repetition, d ∈ {fc['dims']}, {fc['repetitions']} "
             "repetitions.",
@@ -524,7 +527,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
             "are noised; the lower triangle is mirrored (post-processing).",
             NEIGHBOUR_NOTE + " Upper triangle: Δ₁ ≤ (d+1)c²/n (a bound, tight within a factor 2), Δ₂ = √2·c²/n "
             "(attained by x = c·e₁, y = c·e₂).",
-            "Exponents: with c² ∝ d, Δ₁ ∝ d² and Δ₂ ∝ d (003:L19); the noise matrix has d² entries, so the RMS "
+            "Exponents: with c² ∝ d, Δ₁ ∝ d² and Δ₂ ∝ d (Lecture 19, §1); the noise matrix has d² entries, so the RMS "
             "Frobenius privacy term is √2·b·d ∝ (d+1)·d² → d³ (Laplace) and σ·d ∝ d² (Gaussian), the notes' "
             "'Frobenius loss Θ(d³) vs Θ(d²)'; the squared Frobenius error has exponents 6 and 4. On a grid "
             "starting at small d the Laplace closed-form slope is slightly below 3 because of the (d+1) factor.",
@@ -533,14 +536,15 @@ def deviations(cfg: dict, name: str) -> list[str]:
     elif name == "ldp_vs_n":
         rule = {"grid": "B = R + √(2 ln n_max) for every n of the grid (removes the notes' √log n factor from "
                         "the slopes; P(clipped) ≤ 2/n_max per sample)",
-                "point": "B = R + √(2 ln n) at each n (spec §2.2; the slopes then carry the notes' √log n factor: "
+                "point": "B = R + √(2 ln n) at each n (the slopes then carry the notes' √log n factor: "
                          "about −0.45 and −0.95)"}.get(fc["clip"], f"B = {fc['clip']} (configured)")
         out += [
-            f"[INFERRED] ε ∈ {fc['epsilons']}, n ∈ {fc['ns']}, μ ~ U[−{fc['mean_range']:g}, {fc['mean_range']:g}], "
+            f"[INFERRED: the notes have no experiment] ε ∈ {fc['epsilons']}, n ∈ {fc['ns']}, "
+            f"μ ~ U[−{fc['mean_range']:g}, {fc['mean_range']:g}], "
             f"{fc['repetitions']} repetitions.",
-            f"Clipping: {rule}. The notes zero values outside [−√log n, √log n] instead (003:L29), whose bias "
-            "dominates the rate (spec §2.2): clipping is used for both estimators.",
-            "Erratum (spec §2.8, 003:L29): each report is clip(x) + Lap(2B/ε) — the notes' scale B/ε on a value "
+            f"Clipping: {rule}. The notes zero values outside [−√log n, √log n] instead (Lecture 19, §2), whose "
+            "bias dominates the rate: clipping is used for both estimators.",
+            "Erratum (Lecture 19, §2): each report is clip(x) + Lap(2B/ε) — the notes' scale B/ε on a value "
             "of range 2B gives only 2ε-LDP.",
             "Central: clipped mean + Lap(2B/(nε)) — ε-DP under replace-one (Δ₁ = 2B/n). Local: every report is "
             "ε-DP with respect to any two values of its user.",
@@ -642,7 +646,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# report and anchor checks (spec §2.9)
+# report and anchor checks (docs/studies/estimation.md#anchor-checks)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -708,16 +712,17 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
     if "mean_vs_d" in frames:
         df = frames["mean_vs_d"]
         slope_checks("mean_vs_d", "E1", ["laplace"], "pure DP (Laplace, ℓ1): log-log slope of the ℓ2 privacy "
-                     "term vs d ≈ 1.5, i.e. n ≳ d^{3/2}/(αε) (003:L17; spec §2.9); squared error: 3")
+                     "term vs d ≈ 1.5, i.e. n ≳ d^{3/2}/(αε) (Lecture 19, §1); squared error: 3")
         slope_checks("mean_vs_d", "E2", ["gaussian_classic", "gaussian_analytic"], "approximate DP (Gaussian, ℓ2): "
-                     "log-log slope of the ℓ2 privacy term vs d ≈ 1.0, i.e. n ≳ d/(αε) (003:L11); squared error: 2")
+                     "log-log slope of the ℓ2 privacy term vs d ≈ 1.0, i.e. n ≳ d/(αε) (Lecture 19, §1); squared "
+                     "error: 2")
         for g, j, th in laplace_gaussian_ratios(df):
             z = np.abs(np.log(j["ratio"].to_numpy() / th)) / j["se_log"].to_numpy()
             rel = j["ratio"].to_numpy() / th - 1
             big = int(np.argmax(j["x"].to_numpy()))
             form = ("√d/√(ln(1.25/δ))" if g == "gaussian_classic" else "√(2d)/s, s = σε/Δ₂ (analytic)")
             add("E3" if g == "gaussian_classic" else "E3b", "mean_vs_d",
-                f"RMS privacy-term ratio Laplace/{LABELS[g]} = {form} (spec §2.1 [CHK], §2.9), at every d within "
+                f"RMS privacy-term ratio Laplace/{LABELS[g]} = {form} (derived in the study docs), at every d within "
                 f"{Z:g} standard errors", f"measured/theory from {1 + rel.min():.3f} to {1 + rel.max():.3f} "
                 f"(at d = {int(j['x'].iloc[big])}: {1 + rel[big]:.3f}); max |z| = {z.max():.2f}", float(np.max(np.abs(rel))),
                 bool(np.all(z <= Z)))
@@ -741,16 +746,16 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                         else V.undecided(f"{V.TOO_FEW}: the grid does not straddle d* = {dstar:.1f}"))
     if "cov_vs_d" in frames:
         slope_checks("cov_vs_d", "C1", ["laplace"], "pure DP (Laplace): log-log slope of the Frobenius privacy term "
-                     "vs d ≈ 3 ('Frobenius loss Θ(d³)', 003:L19; ℓ1 sensitivity Θ(d²)); squared: 6")
+                     "vs d ≈ 3 ('Frobenius loss Θ(d³)', Lecture 19, §1; ℓ1 sensitivity Θ(d²)); squared: 6")
         slope_checks("cov_vs_d", "C2", ["gaussian_classic", "gaussian_analytic"], "approximate DP (Gaussian): "
-                     "log-log slope of the Frobenius privacy term vs d ≈ 2 ('Θ(d²)', 003:L19; ℓ2 sensitivity "
+                     "log-log slope of the Frobenius privacy term vs d ≈ 2 ('Θ(d²)', Lecture 19, §1; ℓ2 sensitivity "
                      "Θ(d)); squared: 4")
     if "ldp_vs_n" in frames:
         df = frames["ldp_vs_n"]
         slope_checks("ldp_vs_n", "L1", ["local"], "local DP: log-log slope of the privacy term vs n ≈ −0.5 "
-                     "(√log n/(ε√n), 003:L31; spec §2.2)")
+                     "(√log n/(ε√n), Lecture 19, §2)")
         slope_checks("ldp_vs_n", "L1b", ["central"], "central DP: log-log slope of the privacy term vs n ≈ −1 "
-                     "(√log n/(εn), 003:L35)")
+                     "(√log n/(εn), Lecture 19, §2)")
         s = privacy_summary(df)
         s = s.assign(eps=s["curve"].str.split("=").str[-1].astype(float), var_ms=s["sd"] ** 2 / s["reps"])
         loc, cen = s[s["series"] == "local"], s[s["series"] == "central"]
@@ -762,7 +767,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             r = math.sqrt(a / c)
             j = ratio_frame(s, "local", "central")
             pts = (j["ratio"] / np.sqrt(j["x"])).to_numpy()
-            add("L2", "ldp_vs_n", "LDP/central privacy-term ratio ≈ √n (spec §2.9; exactly √n for the RMS with the "
+            add("L2", "ldp_vs_n", "LDP/central privacy-term ratio ≈ √n (Lecture 19, §2; exactly √n for the RMS with the "
                 f"same B): pooled RMS ratio/√n over every (n, ε) = 1 within {Z:g} standard errors",
                 f"pooled {r:.3f} (se of log {se:.3f}); per point from {pts.min():.2f} to {pts.max():.2f}", r,
                 abs(math.log(r)) <= Z * se)
@@ -778,14 +783,14 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             slope, se = float(xc @ y / (xc @ xc)), float(math.sqrt((xc ** 2) @ vy) / (xc @ xc))
             fits.append((ser, slope, se))
         if fits:
-            add("L4", "ldp_vs_n", f"privacy term ∝ 1/ε (spec §2.9): log-log slope in ε (RMS pooled over n) = −1 "
+            add("L4", "ldp_vs_n", f"privacy term ∝ 1/ε (Lecture 19, §1-2): log-log slope in ε (RMS pooled over n) = −1 "
                 f"within {Z:g} standard errors", "; ".join(f"{LABELS[k]}: {v:.3f} ± {e:.3f}" for k, v, e in fits),
                 float(np.mean([v for _, v, _ in fits])), all(abs(v + 1) <= Z * e for _, v, e in fits))
         rep = df[(df["series"] == "local") & (df["metric"] == "privacy_error")]
         if not rep.empty:
             k = rep["noise_scale"] * rep["epsilon"] / rep["clip"]
             add("L3", "ldp_vs_n", "each LDP report uses Lap(2B/ε): the notes' Lap(B/ε) (B = √log n) is only 2ε-LDP "
-                "(spec §2.8, 003:L29); the ε-LDP neighbour test is in tests/estimation",
+                "(erratum to Lecture 19, §2); the ε-LDP neighbour test is in tests/estimation",
                 f"noise scale·ε/B = {k.min():.6g}..{k.max():.6g}", float(k.mean()), bool(np.allclose(k, 2.0)))
     return pd.DataFrame(rows, columns=V.COLUMNS)
 

@@ -1,8 +1,12 @@
 """membership — membership-inference attacks against every private training method, against the ε-DP bound.
 
-Spec: the course slides and lecture notes §1.1–1.2 (the slides' attacks and the privacy-vs-generalisation table), §3.1
-(attack procedures, [EXT]), §3.2 (bounds, hypothesis-testing view, [EXT]); seed 001 (Shokri / Bellet slides).
-The slides contain no attack-vs-ε experiment: every figure here is a benchmark built on their claims.
+Source: M. Mondal, "Privacy and Security in Machine Learning", lecture slides, CS 60081, Autumn 2024 (cited as
+Mondal 2024; it includes R. Shokri's deck "Data Privacy in Machine Learning" and slides from A. Bellet's private
+ML course): the membership-inference game (slide "How to Quantify the Leakage?") and the "Privacy and
+Generalization" table. The attack procedures (Shokri et al. 2017, Yeom et al. 2018, Carlini et al. 2022) and the
+ε-DP bounds (hypothesis-testing view, Kairouz et al. 2015) are standard literature the slides only cite or omit;
+see docs/studies/membership.md. The slides contain no attack-vs-ε experiment: every figure here is a benchmark
+built on their claims.
 
 Figures: ``fig_attack_<dataset>`` (attack accuracy, advantage, AUC, TPR at FPR = 1e-3 vs ε per method, best
 attack, bound drawn; one series per method), ``fig_roc`` (ROC curves on log-log axes at a few ε), ``fig_eps_lower_bound``
@@ -90,7 +94,8 @@ FIGURES.update({
                                       anchors=("AUDIT",)),
     "table_generalisation": FigureSpec(STUDY, "table_generalisation", "Privacy and generalisation", "epsilon", "",
                                        "", mc.DATASETS,
-                                       "Privacy vs generalisation in the spirit of the slides' table (001:L321–L330): "
+                                       "Privacy vs generalisation in the spirit of the slides' table (Mondal 2024, "
+                                       "slide 'Privacy and Generalization'): "
                                        "train accuracy, test accuracy and attack accuracy (strongest attack and the "
                                        "gap attack) of the non-private model and of every private model at the "
                                        "configured ε.", xscale="linear", anchors=("Q3", "Q4")),
@@ -471,8 +476,9 @@ def deviations(cfg: dict, name: str) -> list[str]:
                       for d, c in cfg["datasets"].items())
     ci = cfg["ci_level"]
     out = [
-        "[INFERRED] The slides give no attack-vs-ε experiment, grid or sizes (spec §0 items 1–3); attacks, bounds "
-        "and metrics are the standard literature of spec §3 [EXT].",
+        "[INFERRED: the slides give no attack-vs-ε experiment, ε grid or sizes] Attacks, bounds and metrics are "
+        "standard literature the slides only cite (Shokri et al. 2017; Carlini et al. 2022) or omit (Yeom et al. "
+        "2018; Kairouz et al. 2015): docs/studies/membership.md.",
         f"Evaluation sets: {sizes}, per repetition ({cfg['repetitions']} repetitions, each a fresh random member "
         f"split of the same 2n-record target pool); the shadow/reference pool is a disjoint 2n records, k = "
         f"{cfg['shadow_models']} shadow models per (dataset, method, ε), each on a random half. Pooled over "
@@ -832,7 +838,8 @@ def report_html(config: dict, frames: dict) -> str:
     if "table_generalisation" in frames:
         parts.append(_html_table(generalisation_table(frames["table_generalisation"], alpha,
                                                       cfg.get("ci_method", "design_effect")),
-                                 "Privacy vs generalisation (slides 001:L321–L330 style)"))
+                                 "Privacy vs generalisation (in the style of the slide 'Privacy and "
+                                 "Generalization', Mondal 2024)"))
     a = audit_table(frames, cfg)
     if len(a):
         worst = a.assign(margin_acc=a["accuracy_lo"] - a["bound_accuracy"], margin_eps=a["eps_lower"] - a["epsilon_game"])
@@ -873,10 +880,11 @@ def report_html(config: dict, frames: dict) -> str:
 
 def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
     """The audit (one row per dataset × method: no attack exceeds its ε-DP bound beyond its interval) and the
-    slides' qualitative claims (§1.2): Q1 the non-private model leaks (attack accuracy above 50% beyond the
-    interval) where it generalises worse than it fits; Q2 at the smallest ε every private model's attack
-    accuracy is within its interval of 50% or below the bound; Q3 gap-attack accuracy = ½ + (train − test)/2
-    (balanced sets, exact identity); Q4 private models have a smaller train–test gap than the non-private one."""
+    qualitative claims of the slides' "Privacy and Generalization" table (Mondal 2024): Q1 the non-private model
+    leaks (attack accuracy above 50% beyond the interval) where it generalises worse than it fits; Q2 at the
+    smallest ε every private model's attack accuracy is within its interval of 50% or below the bound; Q3
+    gap-attack accuracy = ½ + (train − test)/2 (balanced sets, exact identity); Q4 private models have a smaller
+    train–test gap than the non-private one."""
     rows: list[dict] = []
 
     add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
@@ -908,8 +916,9 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
             b = g.loc[g["accuracy_lo"].idxmax()]
             ga = g[g["attack"] == "gap"].iloc[0]
             gap = float(b["train_accuracy"] - b["test_accuracy"])
-            add(f"Q1/{d}", f"fig_attack_{d}", "slides §1.2 (no defence): the non-private model leaks — the strongest "
-                "attack's accuracy is above 50% beyond its interval wherever the generalisation gap is significant "
+            add(f"Q1/{d}", f"fig_attack_{d}", "slide 'Privacy and Generalization' (without defense): the "
+                "non-private model leaks — the strongest attack's accuracy is above 50% beyond its interval "
+                "wherever the generalisation gap is significant "
                 "(gap-attack accuracy ½ + gap/2 above 50% beyond its interval)",
                 f"train−test gap {gap:+.3f} (gap attack lower limit {ga['accuracy_lo']:.3f}); {b['attack']}: "
                 f"{b['accuracy']:.3f} [{b['accuracy_lo']:.3f}, {b['accuracy_hi']:.3f}]", float(b["accuracy"]),
@@ -919,14 +928,15 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
             e0 = priv["epsilon"].min()
             low = priv[priv["epsilon"] == e0]
             ok = (low["accuracy_lo"] <= 0.5) | (low["accuracy_lo"] <= low["bound_accuracy"])
-            add("Q2", "fig_attack_*", f"slides §1.2 (with defence ≈ random guess): at ε = {e0:g} every attack on "
-                "every private model is within its interval of 50% or below the bound",
+            add("Q2", "fig_attack_*", "slide 'Privacy and Generalization' (with defense ≈ 'Random guess'): "
+                f"at ε = {e0:g} every attack on every private model is within its interval of 50% or below the "
+                "bound",
                 f"{int(ok.sum())} of {len(low)}; largest accuracy {low['accuracy'].max():.3f}", float(low["accuracy"].max()),
                 bool(ok.all()))
         gp = p[p["attack"] == "gap"]
         dev = (gp["accuracy"] - (0.5 + (gp["train_accuracy"] - gp["test_accuracy"]) / 2)).abs()
-        add("Q3", "fig_attack_*", "gap-attack accuracy = ½ + (train acc − test acc)/2 on balanced sets (spec §1.2 "
-            "[CHK]; consistency of the evaluation)", f"max deviation {dev.max():.2e}", float(dev.max()),
+        add("Q3", "fig_attack_*", "gap-attack accuracy = ½ + (train acc − test acc)/2 on balanced sets (Yeom et "
+            "al. 2018; consistency of the evaluation)", f"max deviation {dev.max():.2e}", float(dev.max()),
             bool(dev.max() < 1e-9))
     if "table_generalisation" in frames:
         t = frames["table_generalisation"]
@@ -941,12 +951,14 @@ def anchor_checks(frames: dict, config: dict | None = None) -> pd.DataFrame:
             trials = t[t["dataset"] == d].groupby("method")["rep"].nunique().max() * int(t["n_members"].iloc[0])
             slack = 2 * math.sqrt(0.5 / trials)  # 2 standard errors of a difference of two accuracies near 1/2
             if others.empty:  # no private model: "every private model" must not pass vacuously
-                add(f"Q4/{d}", "table_generalisation", "slides §1.2 ('smaller gap' with the defence): every private "
-                    "model's train−test gap is at most the non-private model's", "no private model", np.nan,
+                add(f"Q4/{d}", "table_generalisation", "slide 'Privacy and Generalization' ('Smaller gap' with the "
+                    "defense): every private model's train−test gap is at most the non-private model's",
+                    "no private model", np.nan,
                     V.undecided(V.EMPTY + " (no private model)"))
                 continue
-            add(f"Q4/{d}", "table_generalisation", "slides §1.2 ('smaller gap' with the defence): every private model's "
-                f"train−test gap is at most the non-private model's (+{slack:.3f} = 2 standard errors)",
+            add(f"Q4/{d}", "table_generalisation", "slide 'Privacy and Generalization' ('Smaller gap' with the "
+                f"defense): every private model's train−test gap is at most the non-private model's "
+                f"(+{slack:.3f} = 2 standard errors)",
                 f"non-private {g0:+.3f}; private max {others.max():+.3f}", float(others.max() - g0),
                 bool((others <= g0 + slack).all()))
     return pd.DataFrame(rows, columns=V.COLUMNS)

@@ -1,7 +1,7 @@
 """Computations of the membership study: data pools, the private training methods (the project's own training
 code), cached target and shadow/reference models, and one attack cell per (dataset, method, ε, repetition).
 
-Experiment per dataset (spec lectures.md §1.2, §3.1): a pool of 4n records, drawn once from the dataset
+Experiment per dataset (docs/studies/membership.md#experiment): a pool of 4n records, drawn once from the dataset
 (real or labelled substitute), split into a TARGET pool of 2n and a disjoint SHADOW pool of 2n.
 
 * Repetition r: the target pool is split at random into n members (the target's training set) and n

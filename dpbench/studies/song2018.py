@@ -1,9 +1,11 @@
 """song2018 — Shuang Song, "Privacy-Preserving Algorithms for Machine Learning" (PhD thesis, UCSD 2018).
 
-Spec: Song (2018), PhD thesis. Implemented so far: chapter 7 (Pufferfish privacy, the Markov Quilt
-Mechanism, spec §5): Fig. 7.4 (synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and
-Fig. 7.5 (physical activity, SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3
-(household electricity, SIMULATED stand-in). Computation: :mod:`dpbench.studies.song2018_ch7`; mechanisms:
+Source: S. Song, "Privacy-Preserving Algorithms for Machine Learning", PhD dissertation, UC San Diego, 2018,
+https://escholarship.org/uc/item/43j071fj; figures, grids, inferred values and deviations in
+docs/studies/song2018.md. Chapter 7 (Pufferfish privacy, the Markov Quilt Mechanism, §7.3-7.6): Fig. 7.4
+(synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and Fig. 7.5 (physical activity,
+SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3 (household electricity,
+SIMULATED stand-in). Computation: :mod:`dpbench.studies.song2018_ch7`; mechanisms:
 :mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`. Chapters 3-4 (DP mini-batch SGD, local-DP
 SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.studies.song2018_ch34`, dispatched from here.
 """
@@ -63,7 +65,7 @@ FIGURES: dict[str, FigureSpec] = {
 
 FIGURES.update(ch34.FIGURES)   # chapters 3-4 (DP SGD, LDP SGD): dpbench.studies.song2018_ch34
 
-THESIS_TABLE_7_1 = {  # (group, task) -> {series: value}; None = N/A (thesis L2017-2027)
+THESIS_TABLE_7_1 = {  # (group, task) -> {series: value}; None = N/A (Song 2018, Table 7.1)
     ("cyclist", "aggregate"): dict(dp=0.2918, group_dp=0.0834, gk16=None, mqm_approx=0.0107, mqm_exact=0.0074),
     ("cyclist", "individual"): dict(dp=None, group_dp=2.3157, gk16=None, mqm_approx=0.6319, mqm_exact=0.4077),
     ("older_woman", "aggregate"): dict(dp=0.8746, group_dp=0.1138, gk16=None, mqm_approx=0.0156, mqm_exact=0.0098),
@@ -73,14 +75,14 @@ THESIS_TABLE_7_1 = {  # (group, task) -> {series: value}; None = N/A (thesis L20
     ("overweight_woman", "individual"): dict(dp=None, group_dp=1.1492, gk16=None, mqm_approx=0.1967,
                                              mqm_exact=0.1316),
 }
-THESIS_TABLE_7_2 = {  # series -> {column: seconds}; None = N/A (L2029-2033)
+THESIS_TABLE_7_2 = {  # series -> {column: seconds}; None = N/A (Song 2018, Table 7.2)
     "gk16": dict(synthetic=6.3589e-4, cyclist=None, older_woman=None, overweight_woman=None, electricity=None),
     "mqm_approx": dict(synthetic=1.8458e-4, cyclist=0.0064, older_woman=0.0060, overweight_woman=0.0028,
                        electricity=0.0567),
     "mqm_exact": dict(synthetic=7.6794e-4, cyclist=1.5186, older_woman=1.2786, overweight_woman=0.6299,
                       electricity=282.2273),
 }
-THESIS_TABLE_7_3 = {  # series -> {ε: value} (L2052-2058)
+THESIS_TABLE_7_3 = {  # series -> {ε: value} (Song 2018, Table 7.3)
     "group_dp": {0.2: 516.1555, 1.0: 102.8868, 5.0: 19.8712}, "gk16": {0.2: None, 1.0: None, 5.0: None},
     "mqm_approx": {0.2: 0.3369, 1.0: 0.0614, 5.0: 0.0113}, "mqm_exact": {0.2: 0.1298, 1.0: 0.0188, 5.0: 0.0022},
 }
@@ -195,7 +197,7 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
 
 
 # ---------------------------------------------------------------------------------------------------------
-# captions: every choice the thesis leaves open
+# captions: every choice the thesis leaves open (collected in docs/studies/song2018.md)
 # ---------------------------------------------------------------------------------------------------------
 
 SIMULATED_ACTIVITY = ("SIMULATED DATA: the activity data of Ellis et al. are private. Stand-in: per group "
@@ -208,13 +210,14 @@ SIMULATED_ELECTRICITY = ("SIMULATED DATA: AMPds is download-only. Stand-in: one 
                          "(dpbench.data.markov). Absolute errors are not the thesis's.")
 REAL_DATA_NOTES = [
     "Θ = {(π̂, P̂)}: one empirical transition matrix P̂ per data set (per group for the activity data), started in "
-    "its stationary distribution π̂ (thesis L2034).",
+    "its stationary distribution π̂ (Song 2018, §7.6.3).",
     "MQMApprox: Lemma 7.4.6 with g = eigengap of P̂P̂* (empirical chains need not be reversible) and the one-sided "
     "bounds {X_{i+b}}: ρ_b, {X_{i−a}}: 2ρ_a (RECONSTRUCTED: the thesis defers them to the full paper); ℓ = 4a* of "
     "Lemma 7.4.7, only the middle node when a chain has T ≥ 8a*. MQMExact: eq. (7.3), ℓ = card(X_N) of the optimal "
-    "MQMApprox quilt (thesis L2034), or MQMApprox's own ℓ if that smaller set needs more noise than MQMApprox "
-    "[INFERRED safeguard, only for short chains]; quilt sets restricted to card(X_N) ≤ ℓ plus the trivial quilt "
-    "(spec §8).",
+    "MQMApprox quilt (Song 2018, §7.6.3), or MQMApprox's own ℓ if that smaller set needs more noise than "
+    "MQMApprox [INFERRED safeguard, not in the thesis: only for short chains, so that MQMExact never adds more "
+    "noise than MQMApprox]; quilt sets restricted to card(X_N) ≤ ℓ plus the trivial quilt (ℓ bounds the local "
+    "set X_N, §7.4.3.2).",
     "Independent chains (gaps): a node's quilts stay in its own chain; σ_max is the max over chains.",
     "GK16 (RECONSTRUCTED, arXiv:1603.01508; the thesis gives no formula): φ_ij = max D∞ between X_i's "
     "conditionals given the rest when X_j changes; applies iff the spectral norm of Φ < 1, scale L/(ε(1−‖Φ‖₂)). "
@@ -229,18 +232,19 @@ def deviations(cfg: dict, name: str) -> list[str]:
     out: list[str] = []
     if name == "fig7_4":
         out += [
-            f"α grid {fc['alphas']} [INFERRED]: the thesis varies α from 0.1 to 0.4 without giving the grid; points "
-            "above 0.4 (if any) show where GK16 applies under our reading.",
+            f"α grid {fc['alphas']} [INFERRED]: the thesis varies α from 0.1 to 0.4 without giving the grid "
+            "(§7.6.2); points above 0.4 (if any) show where GK16 applies under our reading.",
             f"{fc['trials']} trials per (α, ε): p₀, p₁ ~ U[α, 1−α], q₀ ~ U[0, 1] (uniform on the simplex), a chain "
             f"of length {fc['chain_length']}, then Laplace noise; the error |released − F| depends on the noise only. "
             "Curves: mean; bands: ±1 standard error of the mean (the std of |Lap(b)| equals its mean b).",
-            "MQMExact: eq. (7.3) with the X_{i−a} term maximised over all states (spec §9); every initial "
+            "MQMExact: eq. (7.3) with the X_{i−a} term maximised over all states (as needed to reproduce 13.0219, "
+            "§7.4.3.1); every initial "
             "distribution through the vertex argument (the prior term is linear-fractional in q, exact); (p₀, p₁) "
             f"through the max over a grid of step ≤ {fc['theta_grid_step']} with endpoints [INFERRED: the thesis's "
             "'optimization procedure' is in the full paper]; all quilts of Lemma 7.4.4 (ℓ = T).",
             ("MQMApprox: tighter bound for reversible chains, ρ_d = log((π_min + e^{−g d})/(π_min − e^{−g d})) with "
-             "g = 2α = 1 − max|λ₂| and π_min = α in closed form (RECONSTRUCTED: thesis L2007 uses 'the approximation "
-             "in the full paper'); " if fc["approx_bound"] == "reversible" else
+             "g = 2α = 1 − max|λ₂| and π_min = α in closed form (RECONSTRUCTED: the thesis, §7.6.2, uses 'the "
+             "approximation in the full paper'); " if fc["approx_bound"] == "reversible" else
              "MQMApprox: Lemma 7.4.6 with g = 1 − (1 − 2α)² (eigengap of P P*), π_min = α; ")
             + "one-sided bounds {X_{i+b}}: ρ_b, {X_{i−a}}: 2ρ_a (RECONSTRUCTED); all quilts (ℓ = T).",
             "GK16 (RECONSTRUCTED, arXiv:1603.01508): influence φ_ij = max D∞(P(X_i | x_−i) ‖ P(X_i | x'_−i)) over "
@@ -256,7 +260,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
                                              hi=a["observations"][1]))
         out += REAL_DATA_NOTES
         out += [
-            "GroupDP: Lap(2M/(Nε)) per bin, M = longest chain, N = observations released (thesis L2038 writes "
+            "GroupDP: Lap(2M/(Nε)) per bin, M = longest chain, N = observations released (the thesis, §7.6.3.1, writes "
             "Lap(M/Tε); the factor 2 is the histogram's L1-Lipschitz constant, consistent with Table 7.3).",
             f"{fc['trials']} trials; ε = {fc['epsilon']}.",
         ]
@@ -272,7 +276,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
             out.append("Bars: exact histogram and the mean ± std of the released histograms over the trials.")
     elif name == "table7_2":
         out += [
-            "Seconds on this machine (sequential, one process), the thesis used a 3.00 GHz i5-3330 (L1994): "
+            "Seconds on this machine (sequential, one process), the thesis used a 3.00 GHz i5-3330 (§7.6.1): "
             "compare orders of magnitude and the ordering only.",
             f"Synthetic: mean over every θ = (p₀, p₁) of the grid {fc['theta_range'][0]}:{fc['theta_grid_step']}:"
             f"{fc['theta_range'][1]} (thesis: 0.1:0.01:0.9) of one scale computation for Θ = {{P_θ}} × every "
@@ -286,7 +290,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
         out.append(SIMULATED_ELECTRICITY.format(T=int(cfg["electricity"]["length"])))
         out += REAL_DATA_NOTES[:2] + REAL_DATA_NOTES[3:]
         out += ["GroupDP: Lap(2/ε) per bin (L = 2/T, one chain: M = T), which reproduces the thesis's ≈ 102/ε "
-                "(spec §5.3; the thesis text says Lap(1/ε)).", f"{fc['trials']} trials."]
+                "(Table 7.3; the thesis text, §7.6.1, says Lap(1/ε)).", f"{fc['trials']} trials."]
     out += left_out_note(figure(name).methods, fc.get("methods"), LABELS)
     return out
 
@@ -304,7 +308,7 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if "preprocessing_data_dependent" in df and df["preprocessing_data_dependent"].astype(bool).any():
         lines.append("NON-PRIVATE STEP, AS IN THE SOURCE — the ε does not cover it: GK16, MQMApprox and MQMExact "
                      "compute their noise scale from Θ = {(π̂, P̂)} estimated from the same chains they release "
-                     "(thesis §7.5); no data-independent variant (Θ fixed in advance or estimated on disjoint "
+                     "(Song 2018, §7.6.3); no data-independent variant (Θ fixed in advance or estimated on disjoint "
                      "chains) is implemented. The rows flag it (preprocessing_data_dependent).")
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     na = df[~df["applicable"].astype(bool)].drop_duplicates(["series", "na_reason"])
@@ -525,12 +529,13 @@ def report_html(config: dict, frames: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# anchor checks (spec §6 and the claims of §5.3)
+# anchor checks: the thesis's worked examples and the claims of §7.6 (docs/studies/song2018.md#anchor-checks)
 # ---------------------------------------------------------------------------------------------------------
 
 
 def running_example_checks() -> list[dict]:
-    """The thesis's worked examples, recomputed by the library (thesis L1655-1666, L1768-1866)."""
+    """The thesis's worked examples, recomputed by the library (Song 2018, §7.3.1 flu example; §7.4.3 running
+    example)."""
     from dpbench.methods import pufferfish as pf
 
     P1, P2 = np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([[0.8, 0.2], [0.3, 0.7]])
@@ -542,15 +547,15 @@ def running_example_checks() -> list[dict]:
     quilt = lambda r: "{" + ", ".join(f"X{j}" for j in r.quilt) + "}"  # noqa: E731
     rows = [
         ("R1", "MQMExact, running example θ₁ (T = 100, ε = 1, ℓ = T): X₈ has the highest score, 13.0219, with "
-               "quilt {X₃, X₁₃} (L1830)", f"{r1.sigma_max:.4f} at X{r1.node}, quilt {quilt(r1)}", r1.sigma_max,
+               "quilt {X₃, X₁₃} (§7.4.3.1)", f"{r1.sigma_max:.4f} at X{r1.node}, quilt {quilt(r1)}", r1.sigma_max,
          round(r1.sigma_max, 4) == 13.0219 and r1.node == 8 and r1.quilt == (3, 13)),
-        ("R2", "MQMExact, θ₂: X₆, 10.6402, quilt {X₁₀} (L1830)", f"{r2.sigma_max:.4f} at X{r2.node}, quilt "
+        ("R2", "MQMExact, θ₂: X₆, 10.6402, quilt {X₁₀} (§7.4.3.1)", f"{r2.sigma_max:.4f} at X{r2.node}, quilt "
          f"{quilt(r2)}", r2.sigma_max, round(r2.sigma_max, 4) == 10.6402 and r2.node == 6 and r2.quilt == (10,)),
-        ("R3", "stationary distributions [0.8, 0.2] and [0.6, 0.4]; π_Θ^min = 0.2; g_Θ = 0.75 (L1860-1866)",
+        ("R3", "stationary distributions [0.8, 0.2] and [0.6, 0.4]; π_Θ^min = 0.2; g_Θ = 0.75 (§7.4.3.2, Eqs. 7.4-7.5)",
          f"π₁ = {np.round(pi1, 4).tolist()}, π₂ = {np.round(pi2, 4).tolist()}, π_min = {pmin:.4f}, g = {g:.4f}", g,
          np.allclose(pi1, [0.8, 0.2]) and np.allclose(pi2, [0.6, 0.4]) and round(pmin, 4) == 0.2
          and round(g, 4) == 0.75),
-        ("R4", "Wasserstein mechanism, flu example: W = 2 (vs 4 for group DP) (L1666)", f"W = {W:g}", W, W == 2.0),
+        ("R4", "Wasserstein mechanism, flu example: W = 2 (vs 4 for group DP) (§7.3.1)", f"W = {W:g}", W, W == 2.0),
     ]
     return [V.row(STUDY, c, "ch7 examples", s, m, v, bool(p)) for c, s, m, v, p in rows]
 
@@ -571,13 +576,13 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
         gd = df[df["series"] == "group_dp"].groupby("epsilon")["value"].mean()
         if len(gd):
             rel = max(abs(v * e - 1) for e, v in gd.items())
-            add("A7.4a", "fig7_4", "GroupDP error ≈ 1/ε: around 5, 1, 0.2 for ε = 0.2, 1, 5 (L2011)",
+            add("A7.4a", "fig7_4", "GroupDP error ≈ 1/ε: around 5, 1, 0.2 for ε = 0.2, 1, 5 (§7.6.2)",
                 ", ".join(f"ε={e:g}: {v:.3f}" for e, v in gd.items()), rel, rel < 0.15)
         if {"mqm_exact", "mqm_approx"} <= set(df["series"]):
             xm = _means(df, ["series", "epsilon", "x"], "expected_error")
             both = pd.concat([xm["mqm_exact"], xm["mqm_approx"]], axis=1, keys=["ex", "ap"]).dropna()
             frac = float((both["ex"] < both["ap"]).mean())
-            add("A7.4b", "fig7_4", "MQMExact is more accurate than MQMApprox (L2011)",
+            add("A7.4b", "fig7_4", "MQMExact is more accurate than MQMApprox (§7.6.2)",
                 f"expected error of MQMExact < MQMApprox at {frac:.0%} of (α, ε) points", frac, frac == 1.0)
         dec, trend = [], []
         sc = df[df["applicable"].astype(bool)].groupby(["series", "epsilon", "x"])["noise_scale"].first()
@@ -590,7 +595,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                         mv = m[s][e].reindex(v.index).to_numpy()
                         trend.append(float(np.corrcoef(v.index.to_numpy(), np.log(mv))[0, 1]))
         if dec:
-            add("A7.4c", "fig7_4", "errors of GK16, MQMApprox and MQMExact decrease as α increases (L2011)",
+            add("A7.4c", "fig7_4", "errors of GK16, MQMApprox and MQMExact decrease as α increases (§7.6.2)",
                 f"expected error (the Laplace scale) non-increasing in α for {sum(dec)}/{len(dec)} (series, ε) "
                 f"curves; correlation of α with log(mean error) ≤ {max(trend):.2f}", sum(dec) / len(dec),
                 V.undecided(f"{V.NAN} (correlation of a constant curve)") if np.isnan(trend).any()
@@ -605,7 +610,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             same = len({v for v in vals if np.isfinite(v)}) <= 1 and (all(np.isfinite(vals)) or not any(np.isfinite(vals)))
             first = vals[0]
             add("A7.4d", "fig7_4", "GK16 does not apply left of a dashed line whose position does not depend on ε "
-                "(L2011)", "GK16 applies from α = " + (f"{first:g}" if np.isfinite(first) else "— (never)")
+                "(§7.6.2)", "GK16 applies from α = " + (f"{first:g}" if np.isfinite(first) else "— (never)")
                 + " at every ε" if same else f"first applicable α per ε: {lines}", first if np.isfinite(first) else -1,
                 same)
             inside = bool(np.isfinite(first) and first <= 0.4)
@@ -617,7 +622,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                 both = pd.concat([ex, g16], axis=1, keys=["ex", "gk"]).dropna()
                 better = (both["ex"] < both["gk"])
                 add("A7.4f", "fig7_4", "where GK16 applies, MQM beats GK16 for a range of α and is somewhat worse "
-                    "for the rest (L2011)", f"MQMExact better at {better.mean():.0%} of the {len(both)} (α, ε) "
+                    "for the rest (§7.6.2, §7.6.4)", f"MQMExact better at {better.mean():.0%} of the {len(both)} (α, ε) "
                     "points where GK16 applies", float(better.mean()), 0 < better.mean() <= 1)
     if "table7_1" in frames:
         df = frames["table7_1"]
@@ -631,12 +636,12 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
         dp_ok = all(m.get(("mqm_exact", g, "aggregate"), np.inf) < m.get(("dp", g, "aggregate"), -np.inf)
                     for g in markov.ACTIVITY_GROUPS)
         if ("dp" in set(df["series"])):
-            add("A7.1b", "table7_1", "MQM is significantly better than DP for the aggregate task (L2046)",
+            add("A7.1b", "table7_1", "MQM is significantly better than DP for the aggregate task (§7.6.3.1)",
                 f"expected error of MQMExact < DP in every group: {dp_ok}", float(dp_ok), dp_ok)
         gk = df[df["series"] == "gk16"]
         if not gk.empty:
             na = not gk["applicable"].astype(bool).any()
-            add("A7.1c", "table7_1", "GK16 cannot be applied to any task: spectral norm > 1 (L2046)",
+            add("A7.1c", "table7_1", "GK16 cannot be applied to any task: spectral norm > 1 (§7.6.3.1)",
                 f"GK16 applicable in {int(gk.groupby(['group', 'task'])['applicable'].all().sum())} of 6 cells; "
                 f"norm {gk['influence_norm'].min():.3g}", float(na), na)
     if "fig7_5" in frames:
@@ -653,7 +658,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             fr.append((s, float(np.mean(ok))))
         d = dict(fr)
         add("A7.5", "fig7_5", "cyclists most active and overweight women most sedentary: visible with MQM, not "
-            "necessarily with GroupDP (L2048)", ", ".join(f"{LABELS[s]}: {v:.0%} of trials" for s, v in fr),
+            "necessarily with GroupDP (§7.6.3.1, Fig. 7.5)", ", ".join(f"{LABELS[s]}: {v:.0%} of trials" for s, v in fr),
             d.get("mqm_exact", np.nan), d.get("exact", 0) == 1 and d.get("mqm_exact", 0) >= 0.9
             and d.get("mqm_approx", 0) >= 0.9)
     if "table7_3" in frames:
@@ -671,12 +676,12 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             ", ".join(f"ε={e:g}: {v:.1f}" for e, v in gd.items()), rel, rel < 0.1)
         if ("mqm_exact", 0.2) in meas.index:
             per_bin = meas[("mqm_exact", 0.2)] / 51
-            add("A7.3c", "table7_3", "MQMExact keeps high utility: per-bin error about 0.25% at ε = 0.2 (L2064); "
+            add("A7.3c", "table7_3", "MQMExact keeps high utility: per-bin error about 0.25% at ε = 0.2 (§7.6.3.2); "
                 "simulated data, so only 'below 1%' is checked", f"per-bin error {per_bin:.3%}", per_bin, per_bin < 0.01)
         gk = df[df["series"] == "gk16"]
         if not gk.empty:
             na = not gk["applicable"].astype(bool).any()
-            add("A7.3d", "table7_3", "GK16 does not apply (spectral-norm condition fails) (L2064)",
+            add("A7.3d", "table7_3", "GK16 does not apply (spectral-norm condition fails) (§7.6.3.2)",
                 f"GK16 applicable at {int(gk.groupby('epsilon')['applicable'].all().sum())} ε", float(na), na)
     if "table7_2" in frames:
         df = frames["table7_2"]
@@ -689,7 +694,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             min(ratios.values(), default=0), ok)
         if "electricity" in ratios:
             add("A7.2b", "table7_2", "electricity: MQMExact an order of magnitude slower than MQMApprox but < 5 min "
-                "(L2064)", f"×{ratios['electricity']:.0f}; MQMExact {m[('mqm_exact', 'electricity')]:.2f} s",
+                "(§7.6.3.2)", f"×{ratios['electricity']:.0f}; MQMExact {m[('mqm_exact', 'electricity')]:.2f} s",
                 m[("mqm_exact", "electricity")], ratios["electricity"] >= 10 and m[("mqm_exact", "electricity")] < 300)
     rows += ch34.anchor_checks(frames)
     return pd.DataFrame(rows)

@@ -1,5 +1,6 @@
-"""song2018 chapters 3 and 4 (notes on Song (2018), PhD thesis §1, §2, §7 rows "Ch.3"/"Ch.4", §8 items 1-3):
-DP mini-batch SGD (Figs 3.1-3.3) and local-DP SGD with heterogeneous privacy (Fig. 4.1).
+"""song2018 chapters 3 and 4 (Song 2018, PhD dissertation, §3.4 and §4.5; setting, inferred values and
+deviations in docs/studies/song2018.md#chapters-3-and-4-private-sgd): DP mini-batch SGD (Figs 3.1-3.3) and
+local-DP SGD with heterogeneous privacy (Fig. 4.1).
 
 Figures, series and units of work (cached by content key in ``config["cache_dir"]``):
 
@@ -14,7 +15,7 @@ Figures, series and units of work (cached by content key in ``config["cache_dir"
   its runs; every run draws its own clean/noisy split, data order and per-sample noise.
 
 Library: :mod:`dpbench.learn.ldp_sgd` (engine, Γ², Algorithms 1-2); data: :mod:`dpbench.data.kddcup99` and
-the registry. Line numbers Lnnn refer to the thesis text.
+the registry. Citations "§n.m", "Thm", "Alg." and "(n.m)" (equations) refer to Song (2018).
 """
 
 from __future__ import annotations
@@ -244,7 +245,7 @@ def dataset_payload(config: dict, key: str) -> dict:
 
 
 def to_unit_ball(X: np.ndarray) -> np.ndarray:
-    """In place: x ← x / max(1, ‖x‖) ("projecting each row to the unit ball", L560), with a rounding guard."""
+    """In place: x ← x / max(1, ‖x‖) ("projecting each row to the unit ball", §3.4.1), with a rounding guard."""
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
     over = nrm > 1.0
     X[over] /= (nrm[over] * (1.0 + 4 * np.finfo(np.float64).eps))[:, None]
@@ -252,7 +253,7 @@ def to_unit_ball(X: np.ndarray) -> np.ndarray:
 
 
 def preprocess(X, normalisation: str, dim: int | None, seed: int, chunk: int = 32768, domain=None) -> np.ndarray:
-    """The thesis's order (L560): normalise each feature, project each row into the unit ball, then (``dim``) a
+    """The thesis's order (§3.4.1): normalise each feature, project each row into the unit ball, then (``dim``) a
     data-independent Gaussian random projection (N(0, 1/dim) entries,
     :func:`~dpbench.data.transforms.gaussian_projection_matrix`), then into the unit ball again so that ‖x‖ ≤ 1
     holds for the privacy analysis. float64 (n, dim or D).
@@ -261,9 +262,9 @@ def preprocess(X, normalisation: str, dim: int | None, seed: int, chunk: int = 3
     ``domain``: min-max scaling to [0, 1] with the FIXED bounds ``domain = (lo, hi[, log])`` of the feature domain
     (:func:`feature_domain`, :func:`~dpbench.data.transforms.domain_minmax`); ``row``: each row divided by its own
     norm (no per-feature map; for synthetic stand-ins without a documented domain). The source's readings
-    [INFERRED], computed on the training rows and therefore NOT covered by the privacy guarantee (replacing one
-    raw row moves every other row): ``minmax`` to [0, 1] by the data's minimum and maximum, ``standardise`` to zero
-    mean, unit variance; constant features → 0."""
+    [INFERRED: the thesis says only "normalizing each feature"], computed on the training rows and therefore NOT
+    covered by the privacy guarantee (replacing one raw row moves every other row): ``minmax`` to [0, 1] by the
+    data's minimum and maximum, ``standardise`` to zero mean, unit variance; constant features → 0."""
     X = np.asarray(X)
     n, D = X.shape
     if normalisation in ("domain", "row"):
@@ -348,7 +349,8 @@ def preprocessing_label(config: dict, name: str, is_substitute: bool) -> tuple[s
 
 def synthetic_sphere(n: int, d: int, margin: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n points uniform on the unit sphere of ℝ^d, labelled by sign(w*ᵀx) for a random unit w*, points with
-    |w*ᵀx| < margin dropped and redrawn (separable with margin ``margin``; L558, spec §1.2). Returns X, y, w*."""
+    |w*ᵀx| < margin dropped and redrawn (separable with margin ``margin``; §3.4.1; the hyperplane is not given). Returns
+    X, y, w*."""
     rng = generator(int(seed), f"song2018/ch3/synthetic/{n}/{d}/{margin!r}")
     w = rng.standard_normal(d)
     w /= np.linalg.norm(w)
@@ -445,7 +447,7 @@ def schedule_label(config: dict, schedule: str) -> str:
 
 
 def ch3_steps(config: dict, schedule: str, T_updates: int) -> np.ndarray:
-    """η_t, t = 1..T (t counts mini-batch updates): 1/√t, 1/(λt), or the larger rate of L583 — ``horizon``:
+    """η_t, t = 1..T (t counts mini-batch updates): 1/√t, 1/(λt), or the larger rate '10/√T' of §3.4.4 — ``horizon``:
     c/√T with T the number of updates of the pass (constant), ``iteration``: c/√t."""
     t = np.arange(1, T_updates + 1, dtype=np.float64)
     lam = float(_cfg(config)["ch3"]["l2"])
@@ -597,7 +599,7 @@ def ch4_params(config: dict) -> dict:
 
 
 def gammas(d: int, eps_c: float, eps_n: float, b: int, which: str = "upper") -> tuple[float, float]:
-    """(Γ_C², Γ_N²): Thm 4.2.1 upper bounds (``upper``) or the batch lower bounds of L865 (``lower``)."""
+    """(Γ_C², Γ_N²): Thm 4.2.1 upper bounds (``upper``) or the batch lower bounds of §4.5 (``lower``)."""
     if which == "upper":
         return L.gamma_sq_upper(d, eps_c), L.gamma_sq_upper(d, eps_n)
     return L.gamma_sq_lower(d, eps_c, b), L.gamma_sq_lower(d, eps_n, b)
@@ -697,7 +699,7 @@ def ch4_unit(config: dict, dkey: str, method: str, runs: int, eps_n: float, c=No
 
 
 def c2_brackets(config: dict, d: int, eps_n: float) -> dict:
-    """Algorithm 2 with the Thm 4.2.1 upper bounds (c₂(U), its order) and with the lower bounds of L865 (c₂(L))
+    """Algorithm 2 with the Thm 4.2.1 upper bounds (c₂(U), its order) and with the lower bounds of §4.5 (c₂(L))
     for the SAME order (the order Algorithm 2 runs), plus the order the lower bounds alone would choose."""
     p = ch4_params(config)
     up = L.algorithm2(*gammas(d, p["eps_c"], eps_n, p["b"], "upper"), p["beta"], p["l2"])
@@ -794,16 +796,17 @@ def _data_notes(cfg: dict, chapter: str) -> list[str]:
         norm = {"minmax": "min-max scaling of each feature to [0, 1]",
                 "standardise": "standardising each feature (zero mean, unit variance)"}[pre["feature_normalisation"]]
         out = [f"NON-PRIVATE PREPROCESSING, AS IN THE SOURCE — the ε does not cover it (preprocessing.variant: "
-               f"source): {norm} with the minimum/maximum (or mean/std) of the training rows [INFERRED: 'normalizing "
-               "each feature'; constant features → 0]; replacing one raw row moves every other row, so the "
-               f"per-update sensitivity 2 no longer holds end to end {tail}"]
+               f"source): {norm} with the minimum/maximum (or mean/std) of the training rows [INFERRED: the thesis "
+               "says only 'normalizing each feature'; constant features → 0]; replacing one raw row moves every other "
+               f"row, so the per-update sensitivity 2 no longer holds end to end {tail}"]
     else:
         out = ["Preprocessing (data-independent default; thesis order: normalise each feature, unit ball, random "
                "projection): each feature min-max scaled to [0, 1] with FIXED domain bounds, values outside clipped "
                "(MNIST pixels [0, 1]; Covertype: documented units, round bounds for elevation and distances "
-               "[INFERRED]; KDDCup99: rates/flags/window counts by definition, byte counts, duration and event "
-               "counts on a log scale with round caps [INFERRED]); a synthetic stand-in (no documented domain) is "
-               f"instead scaled row by row to unit norm {tail} Every step maps a row on its own, so the ε covers "
+               "[INFERRED: no documented maximum]; KDDCup99: rates/flags/window counts by definition, byte counts, "
+               "duration and event counts on a log scale with round caps [INFERRED: no documented maximum]); a "
+               f"synthetic stand-in (no documented domain) is instead scaled row by row to unit norm {tail} Every "
+               "step maps a row on its own, so the ε covers "
                "the whole pipeline from the raw rows. The thesis computes the feature statistics on the data "
                "(non-private): preprocessing.variant: source."]
     if chapter == "ch3":
@@ -811,8 +814,9 @@ def _data_notes(cfg: dict, chapter: str) -> list[str]:
         out += [f"MNIST: digit {d['mnist']['digit']} vs all [INFERRED: chapter 3 does not name the digit; chapter 4 "
                 f"uses 1], {d['mnist']['n'] or 60000} training images, d = {d['mnist']['dim']}.",
                 f"KDDCup99: the 10% file (kddcup.data_10_percent.gz, sha256 from scikit-learn's fetch_kddcup99; the "
-                f"thesis cites [119], a KDD-Cup-98 paper: spec §8 item 2), attack (+1) vs normal (−1), a seeded "
-                f"subsample of {d['kddcup99']['n']} rows, the 3 categorical columns one-hot encoded, d = "
+                f"thesis, §3.4.1, cites its reference [119], a KDD-Cup-98 paper, for the KDD Cup 1999 "
+                f"normal-vs-malicious task), attack (+1) vs normal (−1), a seeded subsample of {d['kddcup99']['n']} "
+                f"rows, the 3 categorical columns one-hot encoded, d = "
                 f"{d['kddcup99']['dim']}."]
     else:
         d = cfg["ch4"]["datasets"]
@@ -828,12 +832,13 @@ def deviations(cfg: dict, name: str) -> list[str]:
     if name.startswith("fig3"):
         c3 = cfg["ch3"]
         out += [f"ε = {c3['epsilon']}, λ = {c3['l2']}, logistic loss, w₀ = 0, one pass over disjoint batches, after "
-                f"each update projection onto the ball of radius 1/λ (L562); {c3['permutations']} random permutations "
+                f"each update projection onto the ball of radius 1/λ (§3.4.2); {c3['permutations']} random permutations "
                 "(fresh noise each); private and non-private run r share permutation r; bands ±1 std.",
                 "Update (3.6): noise Z_t/b with density of Z_t ∝ exp(−(ε/2)‖z‖) (‖Z‖ ~ Gamma(d, 2/ε), uniform "
                 "direction); replace-one neighbours, ‖∇ℓ‖ ≤ ‖x‖ ≤ 1 ⇒ sensitivity of the batch sum 2 ⇒ each "
                 "update ε-DP, the pass ε-DP by parallel composition (Thm 3.3.1).",
-                "t counts mini-batch updates; n mod b rows are left out of the pass [INFERRED].",
+                "t counts mini-batch updates; n mod b rows are left out of the pass [INFERRED: not stated in the "
+                "thesis].",
                 f"Objective (3.1) on the training rows, recorded at {c3['checkpoints']} + 1 evenly spaced update "
                 "counts; x axis = updates × b (samples processed)."]
         if name != "fig3_3":
@@ -843,10 +848,10 @@ def deviations(cfg: dict, name: str) -> list[str]:
             out.append(f"Synthetic: {s['n']} points uniform on the unit sphere of ℝ^{s['dim']}, labels sign(w*ᵀx) for a "
                        f"random unit w* [INFERRED: the hyperplane is not given], points with |w*ᵀx| < {s['margin']} "
                        "redrawn (margin). 'Objective vs number of data points' read as vs samples processed in the "
-                       "pass (as Fig. 3.1) [INFERRED].")
+                       "pass (as Fig. 3.1) [INFERRED: the Fig. 3.3 caption is ambiguous].")
         if name == "fig3_2":
             ls = c3["large_step"]
-            out.append("The larger rate '10/√T' (L583, spec §8 item 1) is read as "
+            out.append("The larger rate '10/√T' (§3.4.4; ambiguous: T may be the horizon or a typo for t) is read as "
                        + (f"η = {ls['c']:g}/√T with T = ⌊n/b⌋ the number of updates of the pass (a constant step; "
                           "the literal reading)" if ls["T"] == "horizon" else
                           f"η_t = {ls['c']:g}/√t (T read as a typo for t)")
@@ -860,28 +865,29 @@ def deviations(cfg: dict, name: str) -> list[str]:
                 "Oracle G^DP (4.5): each individual reports λw + ∇ℓ(w; x, y) + Z, Z ∝ exp(−(ε/2)‖z‖) with its own ε "
                 "(ε-LDP: ‖∇ℓ(w; x, y) − ∇ℓ(w; x', y')‖ ≤ 2, Thm 4.2.1); the server averages the 50 reports of a batch.",
                 "η_t = c/t with t counting mini-batch UPDATES across both phases (Alg. 1; the phase boundary is |D₁|/b) "
-                "[INFERRED for mini-batches]; Γ² from Thm 4.2.1 per SAMPLE, 4 + 4(d² + d)/ε², combined with batch 50 as in "
-                "the thesis (spec §8 item 3).",
+                "[INFERRED for mini-batches: Alg. 1 is stated for single samples]; Γ² from Thm 4.2.1 per SAMPLE, "
+                "4 + 4(d² + d)/ε², combined with batch 50 as in the thesis (§4.5).",
                 "Objective (4.1) on all n rows (raw labels, no noise).",
-                "Optimal: SGD on the raw data (no noise), c = 1/λ [INFERRED: 'access the raw data'], random order. "
-                "CleanOnly: D_C only, c = 1/λ (minimiser of (4.9) with one data set). SameClean / SameNoisy: one c "
-                "minimising B(c, c) of (4.9) over c > 1/(2λ) with the two noise levels plugged in (footnote L859). "
+                "Optimal: SGD on the raw data (no noise), c = 1/λ [INFERRED: the thesis says only 'access the raw "
+                "data'], random order. CleanOnly: D_C only, c = 1/λ (minimiser of (4.9) with one data set). "
+                "SameClean / SameNoisy: one c "
+                "minimising B(c, c) of (4.9) over c > 1/(2λ) with the two noise levels plugged in (§4.5, footnote 1). "
                 "Algorithm2: order and c₂ minimising H_CN/H_NC, c₁ = 1/λ.",
                 "Arbitrary: a uniformly random interleaving of D_C and D_N at the sample level (a batch may mix "
                 "clean and noisy reports, each with its own noise)."]
         if fc.get("order"):
             o = fc["order"]
-            out.append(f"Column 1: ε_N = {o['epsilon_noisy']}, c ∈ {o['cs']} [INFERRED: the thesis gives no grid; it "
-                       f"straddles 1/λ], {o['runs']} runs per point; v_T+1 = the same data order without noise.")
+            out.append(f"Column 1: ε_N = {o['epsilon_noisy']}, c ∈ {o['cs']} [INFERRED: the thesis gives no grid; "
+                       f"ours straddles 1/λ], {o['runs']} runs per point; v_T+1 = the same data order without noise.")
         if fc.get("epsn"):
             e = fc["epsn"]
-            out.append(f"Column 2: ε_N ∈ {e['epsilon_noisys']} [INFERRED step: 'from 1 to 10'], {e['runs']} runs per "
-                       "point; Optimal and CleanOnly do not depend on ε_N (flat lines).")
+            out.append(f"Column 2: ε_N ∈ {e['epsilon_noisys']} [INFERRED step: the thesis says 'from 1 to 10'], "
+                       f"{e['runs']} runs per point; Optimal and CleanOnly do not depend on ε_N (flat lines).")
         if fc.get("c2"):
             c = fc["c2"]
             out.append(f"Column 3: ε_N = {c['epsilon_noisy']}, {c['runs']} runs per point; Alg. 1 with c₁ = 1/λ in the "
                        "order Algorithm 2 chooses (Thm 4.2.1 bounds); c₂(U) = Algorithm 2's c₂, c₂(L) = the minimiser "
-                       "of the same H with the lower bounds Γ² ≥ 4(d² + d)/(ε² b) (L865); c₂ grid: "
+                       "of the same H with the lower bounds Γ² ≥ 4(d² + d)/(ε² b) (§4.5); c₂ grid: "
                        f"{c['points']} log-spaced points from min/{c['widen']} to max×{c['widen']} of the bracket, "
                        "plus both ends.")
         out += _data_notes(cfg, "ch4")
@@ -1041,16 +1047,18 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# anchor checks (spec §1.4, §2.4 and the claims of L572-585, L847-866)
+# anchor checks: the claims of Song (2018) §3.4.3-3.4.4 and §4.5 (docs/studies/song2018.md#anchor-checks)
 # ---------------------------------------------------------------------------------------------------------
 
-ALG2_ANCHORS = [  # (d, ε_N, expected order, c_CN or None, c_NC or None) — spec §2.4, λ = 1e-3, β_C = 0.1, ε_C = 10
+# (d, ε_N, expected order, c_CN or None, c_NC or None) at λ = 1e-3, β_C = 0.1, ε_C = 10: DERIVED by us from
+# Thm 4.2.1 and H_CN / H_NC of §4.4.1 (not printed in the thesis; docs/studies/song2018.md#algorithm-2-derived-values)
+ALG2_ANCHORS = [
     (25, 1.0, "CN", 29.5, 17218.0), (25, 2.0, "NC", 118.0, 10326.0), (25, 3.0, "NC", 262.0, 6606.0),
     (25, 10.0, None, 1000.0, 1000.0), (54, 1.0, "CN", 26.4, 17750.0), (54, 2.0, "NC", None, None)]
 
 
 def alg2_anchor_check() -> dict:
-    """Algorithm 2 on the spec's derived anchors (relative tolerance 1 %; the spec rounds its values)."""
+    """Algorithm 2 on the derived values of ALG2_ANCHORS (relative tolerance 1 %; the values are rounded)."""
     bad, parts = [], []
     for d, en, order, ccn, cnc in ALG2_ANCHORS:
         ch = L.algorithm2(L.gamma_sq_upper(d, 10.0), L.gamma_sq_upper(d, en), 0.1, 1e-3)
@@ -1060,8 +1068,9 @@ def alg2_anchor_check() -> dict:
         if not ok:
             bad.append((d, en))
     return {"study": STUDY, "claim": "A4.alg2", "figure": "fig4_1",
-            "statement": "Algorithm 2 reproduces the derived anchors of spec §2.4 (MNIST d = 25: c_CN ≈ 29.5/118/262, "
-                         "c_NC ≈ 17218/10326/6606, orders CN/NC/NC; Covertype d = 54: ε_N = 1 CN, ε_N = 2 NC)",
+            "statement": "Algorithm 2 reproduces values derived from Thm 4.2.1 and §4.4.1 (MNIST d = 25: "
+                         "c_CN ≈ 29.5/118/262, c_NC ≈ 17218/10326/6606, orders CN/NC/NC; Covertype d = 54: ε_N = 1 "
+                         "CN, ε_N = 2 NC)",
             "measured": "; ".join(parts), "value": float(len(bad)), "passed": not bad,
             "verdict": V.HOLDS if not bad else V.FAILS, "reason": ""}
 
@@ -1093,7 +1102,7 @@ def anchor_checks(frames: dict) -> list[dict]:
             ok = gap[bl] <= 0.05 and gap[b1] >= 5 * max(gap[bl], 0.01) and \
                 st.loc[(b1, "private"), "std"] > st.loc[(bl, "private"), "std"]
             add("A3.1", "fig3_1", f"{DATASET_LABELS[d]}: b = {b1} private SGD is far from non-private with high "
-                f"variance, b = {bl} matches it (L572-574); checked as: relative gap at b = {bl} ≤ 5 %, gap at b = {b1} "
+                f"variance, b = {bl} matches it (§3.4.3); checked as: relative gap at b = {bl} ≤ 5 %, gap at b = {b1} "
                 "≥ 5× that (and ≥ 5 %), std at b = {b1} larger".replace("{b1}", str(b1)),
                 f"final objective private/non-private − 1: b = {b1}: {gap[b1]:+.1%} (std {st.loc[(b1, 'private'), 'std']:.3g}),"
                 f" b = {bl}: {gap[bl]:+.1%} (std {st.loc[(bl, 'private'), 'std']:.3g})", gap[bl], ok)
@@ -1108,14 +1117,14 @@ def anchor_checks(frames: dict) -> list[dict]:
                 best = float(p.idxmin())
                 ok = p.iloc[0] > p.min() and best < p.index.max() and p.iloc[-1] > p.min()
                 add("A3.2a", "fig3_2", f"{DATASET_LABELS[d]}, η_t = 1/√t: increasing b helps private SGD up to a limit; "
-                    "very large b degrades it (L578-579)", "mean objective by b: " + ", ".join(
+                    "very large b degrades it (§3.4.4)", "mean objective by b: " + ", ".join(
                         f"{int(b)}: {v:.4g}" for b, v in p.items()) + f"; best b = {best:g}", best, ok)
             if {("inv_sqrt", "private"), ("large", "private")} <= set(m.index.droplevel(2)):
                 p1, p2 = m.loc[("inv_sqrt", "private")].sort_index(), m.loc[("large", "private")].sort_index()
                 deg1, deg2 = p1.iloc[-1] - p1.min(), p2.iloc[-1] - p2.min()
                 ok = deg2 <= deg1 and abs(p2.iloc[-1] - central) < abs(p1.iloc[-1] - central)
                 add("A3.2b", "fig3_2", f"{DATASET_LABELS[d]}: with the larger rate the degradation at large b is smaller "
-                    "and the end value closer to centralized (L583)",
+                    "and the end value closer to centralized (§3.4.4)",
                     f"b = {int(p1.index.max())}: degradation from the best b {deg1:.3g} (1/√t) vs {deg2:.3g} (larger); "
                     f"distance to centralized ({central:.4g}) {abs(p1.iloc[-1] - central):.3g} vs "
                     f"{abs(p2.iloc[-1] - central):.3g}", deg2 - deg1, ok)
@@ -1126,7 +1135,7 @@ def anchor_checks(frames: dict) -> list[dict]:
         if {"inv_sqrt", "inv_lambda_t"} <= set(sd.index):
             ratio = sd["inv_lambda_t"] / max(sd["inv_sqrt"], 1e-300)
             add("A3.3", "fig3_3", "1/(λt) dramatically increases the variance of private SGD compared with 1/√t "
-                "(L585); checked as: std of the final private objective ≥ 10×", f"std {sd['inv_lambda_t']:.3g} vs "
+                "(§3.4.4); checked as: std of the final private objective ≥ 10×", f"std {sd['inv_lambda_t']:.3g} vs "
                 f"{sd['inv_sqrt']:.3g} (×{ratio:.3g})", ratio, ratio >= 10)
     if "fig4_1" in frames:
         df = frames["fig4_1"]
@@ -1144,7 +1153,7 @@ def anchor_checks(frames: dict) -> list[dict]:
                 oka = [best[c] == "noisy_first" for c in above]
                 frac = (sum(okb) + sum(oka)) / max(1, len(okb) + len(oka))
                 add("A4.1a", "fig4_1", f"{DATASET_LABELS[d]}: CleanFirst best for c < 1/λ, NoisyFirst best for "
-                    "c > 1/λ (Thm 4.3.1, L849)", f"CleanFirst best at {sum(okb)}/{len(okb)} c < 1/λ, NoisyFirst at "
+                    "c > 1/λ (Thm 4.3.1, §4.5)", f"CleanFirst best at {sum(okb)}/{len(okb)} c < 1/λ, NoisyFirst at "
                     f"{sum(oka)}/{len(oka)} c > 1/λ; best per c: " + ", ".join(f"{c:g}: {LABELS[best[c]]}"
                                                                               for c in m.index), frac,
                     V.all_of(okb + oka, "no c on either side of 1/λ"))
@@ -1158,7 +1167,7 @@ def anchor_checks(frames: dict) -> list[dict]:
                 beats = (gap >= -tol).mean()             # better, or tied within 2 standard errors
                 shrink = gap.iloc[0] > gap.iloc[-1]
                 add("A4.1b", "fig4_1", f"{DATASET_LABELS[d]}: Algorithm2 beats SameClean and SameNoisy; the gap shrinks "
-                    "as ε_N grows (L855); checked as: Algorithm2 ≤ both (or tied within 2 standard errors) at ≥ 80 % "
+                    "as ε_N grows (§4.5); checked as: Algorithm2 ≤ both (or tied within 2 standard errors) at ≥ 80 % "
                     "of the ε_N, gap at the smallest ε_N > gap at the largest", f"Algorithm2 ≤ min(SameClean, "
                     f"SameNoisy) (within 2 SE) at {beats:.0%} of ε_N; gap "
                     + ", ".join(f"ε_N={x:g}: {v:.3g}" for x, v in gap.items()), float(beats),
@@ -1170,7 +1179,7 @@ def anchor_checks(frames: dict) -> list[dict]:
                     best_hi = all(m.loc[x, "alg2"] <= min(m.loc[x, r] + 2 * math.hypot(se.loc[x, "alg2"], se.loc[x, r])
                                                           for r in rest) for x in hi)
                     add("A4.1b2", "fig4_1", f"{DATASET_LABELS[d]}: Algorithm2 best for moderate/high ε_N, CleanOnly "
-                        "slightly better for low ε_N (L855-857)", f"at ε_N = {lowest:g}: Algorithm2 "
+                        "slightly better for low ε_N (§4.5)", f"at ε_N = {lowest:g}: Algorithm2 "
                         f"{m.loc[lowest, 'alg2']:.4g} vs CleanOnly {m.loc[lowest, 'clean_only']:.4g}; Algorithm2 best "
                         f"(excluding Optimal; ties within 2 SE count) at every ε_N ≥ {np.median(m.index):g}: {best_hi}",
                         m.loc[lowest, "alg2"] - m.loc[lowest, "clean_only"], best_hi)
@@ -1182,6 +1191,6 @@ def anchor_checks(frames: dict) -> list[dict]:
                 best = float(a1.idxmin())
                 inside = lo * (1 - 1e-9) <= best <= hi * (1 + 1e-9)
                 add("A4.1c", "fig4_1", f"{DATASET_LABELS[d]}: the best c₂ lies between c₂(L) and c₂(U), and some c₂ "
-                    "beats CleanOnly (L861-866)", f"best grid c₂ = {best:.4g}, bracket [{lo:.4g}, {hi:.4g}]; best "
+                    "beats CleanOnly (§4.5)", f"best grid c₂ = {best:.4g}, bracket [{lo:.4g}, {hi:.4g}]; best "
                     f"objective {a1.min():.4g} vs CleanOnly {co:.4g}", best, inside and a1.min() < co)
     return rows

@@ -231,7 +231,7 @@ def chain_scale(method: str, P, pi, lengths, eps: float, tables=None) -> dict:
     """σ of ``method`` for Θ = {(π, P)} and independent chains of the given lengths (per unit L).
 
     MQMApprox: Lemma 7.4.6 (general bound: empirical chains need not be reversible) with ℓ = 4a* of
-    Lemma 7.4.7; MQMExact: ℓ = card(X_N) of the optimal MQMApprox quilt (thesis L2034); GroupDP: the longest
+    Lemma 7.4.7; MQMExact: ℓ = card(X_N) of the optimal MQMApprox quilt (Song 2018, §7.6.3); GroupDP: the longest
     chain; GK16: influence matrix with q = π."""
     t0 = time.perf_counter()
     lengths = np.asarray(lengths, int)
@@ -474,7 +474,7 @@ def run_table7_2(config: dict, series: str) -> pd.DataFrame:
 #: series whose noise scale is computed from Θ = {(π̂, P̂)} on the real-data stand-ins (:func:`chain_model`)
 THETA_FROM_DATA = ("gk16", "mqm_approx", "mqm_exact")
 THETA_NOTE = ("non-private step, as in the source: Θ = {(π̂, P̂)} estimated from the same chains sets the noise "
-              "scale (thesis §7.5); no preprocessing of the state sequences")
+              "scale (Song 2018, §7.6.3); no preprocessing of the state sequences")
 
 
 def label_preprocessing(df: pd.DataFrame) -> pd.DataFrame:
