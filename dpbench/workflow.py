@@ -37,6 +37,9 @@ def figures(config: dict) -> list[tuple[str, str]]:
     return [(s, f) for s, cfg in config["studies"].items() for f in STUDIES[s].figure_names(cfg)]
 
 
+#: What a figure name may be (the ``figure`` rule's wildcard); every registered figure matches it (tests/studies).
+FIGURE_NAME = "[A-Za-z0-9_-]+"
+
 #: File name of a figure's results when ``group_series`` runs all its series in one job (the hyphen keeps it
 #: apart from series names, which are ``[a-z0-9_]+``).
 GROUPED = "all-series"

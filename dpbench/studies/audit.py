@@ -252,6 +252,7 @@ class AuditStudy(UnitStudy):
     """The privacy audit: empirical epsilon lower bounds on worst-case neighbouring pairs, with broken twins."""
 
     name = STUDY
+    figures = FIGURES
     source = STUDY
     data_note = DATA_NOTE
 

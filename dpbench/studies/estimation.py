@@ -804,6 +804,7 @@ class EstimationStudy(UnitStudy):
     """Private mean and covariance estimation in high dimensions (Lecture 19, 2019)."""
 
     name = STUDY
+    figures = FIGURES
     source = STUDY
     data_note = DATA_NOTE
 

@@ -1003,6 +1003,7 @@ class MembershipStudy(UnitStudy):
     """Membership inference against every private training method (Mondal 2024 slides)."""
 
     name = STUDY
+    figures = FIGURES
     source = STUDY
     data_note = DATA_NOTE
 

@@ -23,7 +23,7 @@ import json
 from typing import ClassVar
 
 #: what every study declares (besides the names of its shape, below)
-COMMON = ("name", "source", "shape", "data_note", "neighbouring", "validate", "figure_names", "figure", "series",
+COMMON = ("name", "source", "shape", "data_note", "neighbouring", "figures", "validate", "figure_names", "figure", "series",
           "deviations", "anchor_checks", "series_threads", "series_code_hash", "dataset_signature",
           "report_html", "report_lead_html")
 CELL = ("points", "make_method", "problem", "tuning_grid", "fixed_hyperparameter", "prepare_more",
@@ -39,6 +39,7 @@ class Study(abc.ABC):
     shape: ClassVar[str]                # "cells" | "units"
     data_note: ClassVar[str | None] = None   # the caption's line on the data (None: the generic MNIST note)
     neighbouring: ClassVar[str] = "replace_one"  # the neighbouring relation of the study's ε (result rows)
+    figures: ClassVar[dict]             # every figure the study can draw: {name: FigureSpec}
     _declared: ClassVar[tuple[str, ...]] = COMMON
 
     def __init_subclass__(cls, **kwargs):

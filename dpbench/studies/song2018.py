@@ -709,6 +709,7 @@ class Song2018Study(UnitStudy):
     """Song (2018): local-DP SGD (ch. 3-4) and Pufferfish mechanisms for Markov chains (ch. 7)."""
 
     name = STUDY
+    figures = FIGURES
     source = STUDY
     data_note = DATA_NOTE
 

@@ -1027,6 +1027,7 @@ class Vdm2020Study(CellStudy):
     """van der Maaten & Hannun (2020): every series a Method on a grid of points, computed by the runner."""
 
     name = STUDY
+    figures = FIGURES
     source = "vdm2020"
     neighbouring = NEIGHBOURING
 

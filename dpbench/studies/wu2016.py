@@ -557,6 +557,7 @@ class Wu2016Study(UnitStudy):
     """Wu (2016): bolt-on private PSGD (ch. 3) and model inversion under private training (ch. 4)."""
 
     name = STUDY
+    figures = FIGURES
     source = STUDY
     data_note = DATA_NOTE
 

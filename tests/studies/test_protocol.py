@@ -11,6 +11,7 @@ import pytest
 from dpbench.sources import SOURCES
 from dpbench.studies import STUDIES
 from dpbench.studies.protocol import CellStudy, Study, UnitStudy, hooks
+from dpbench.workflow import FIGURE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,6 +25,8 @@ def test_every_registered_study_implements_the_protocol(name):
     public = {k for cls in type(st).__mro__ if cls is not object for k in vars(cls) if not k.startswith("_")}
     assert public <= set(hooks(st.shape))
     assert not getattr(type(st), "__abstractmethods__", None)
+    for fig, spec in st.figures.items():  # every figure can be built by the figure rule, and is its own spec
+        assert re.fullmatch(FIGURE_NAME, fig) and st.figure(fig) is spec and spec.name == fig
 
 
 def test_a_misspelt_hook_is_an_error_not_a_silent_default():

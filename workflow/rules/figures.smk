@@ -9,7 +9,7 @@ rule figure:
                    subcategory="figures", labels=lambda w: {"figure": W.figure_label(CONFIG, w.study, w.figure)}),
         txt=f"{FIG}/{{study}}/{{figure}}.txt",
     wildcard_constraints:
-        figure="(fig|table)[A-Za-z0-9_]+|[a-z]+_vs_[a-z]+",  # figN / tableN / <y>_vs_<x> (estimation)
+        figure=W.FIGURE_NAME,  # any registered figure (an unknown name fails with the study's list of figures)
     params:
         caption=lambda w: W.caption_rst(CONFIG, w.study, w.figure),
     resources:
