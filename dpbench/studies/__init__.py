@@ -4,9 +4,8 @@
 from dpbench.studies import audit, estimation, membership, song2018, vdm2020, wu2016
 from dpbench.studies.protocol import Study
 
-STUDIES: dict[str, Study] = {st.name: st for st in (
-    vdm2020.Vdm2020Study(), song2018.Song2018Study(), wu2016.Wu2016Study(), estimation.EstimationStudy(),
-    membership.MembershipStudy(), audit.AuditStudy())}
+STUDIES: dict[str, Study] = {m.STUDY_OBJECT.name: m.STUDY_OBJECT
+                              for m in (vdm2020, song2018, wu2016, estimation, membership, audit)}
 
 
 def study(name: str) -> Study:

@@ -19,6 +19,7 @@ silent fallback to the default).
 from __future__ import annotations
 
 import abc
+import difflib
 import json
 from typing import ClassVar
 
@@ -168,3 +169,27 @@ class UnitStudy(Study):
 def hooks(shape: str) -> tuple[str, ...]:
     """The names a study of ``shape`` ("cells" or "units") may define."""
     return {"cells": COMMON + CELL, "units": COMMON + UNIT}[shape]
+
+
+#: declared names that are data, not functions
+DATA = ("name", "source", "shape", "data_note", "neighbouring", "figures")
+
+
+def from_module(base: type[Study], namespace: dict, **data) -> Study:
+    """The study object of a module written as functions: a subclass of ``base`` (:class:`CellStudy` or
+    :class:`UnitStudy`) whose hooks are the module's functions of the same names (``namespace``: the module's
+    ``globals()``) and whose data (``name``, ``figures``, ...) is ``data``. A required hook the module lacks is a
+    TypeError (abstract method); so is a module function whose name is one or two letters off a hook's
+    (``series_thread`` for ``series_threads``): it would otherwise be silently ignored."""
+    names = [n for n in hooks(base.shape) if n not in DATA]
+    module = namespace.get("__name__", "?")
+    funcs = {n: staticmethod(namespace[n]) for n in names if callable(namespace.get(n))}
+    for k, v in namespace.items():
+        if k.startswith("_") or k in funcs or not callable(v) or getattr(v, "__module__", None) != module:
+            continue
+        close = difflib.get_close_matches(k, names, n=1, cutoff=0.85)
+        if close:
+            raise TypeError(f"{module}.{k} looks like the study hook {close[0]!r} but is not named so "
+                            "(dpbench.studies.protocol); rename it, or give it a name that is not a near miss")
+    cls = type(f"{str(data.get('name', module)).title()}Study", (base,), {"__module__": module, **funcs, **data})
+    return cls()

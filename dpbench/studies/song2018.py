@@ -700,54 +700,9 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- the study protocol (dpbench.studies.protocol): this module as independent units of work ---------------------
 
-from dpbench.studies.protocol import UnitStudy  # noqa: E402 - the protocol wraps the functions above
+# -- the study protocol (dpbench.studies.protocol): this module's functions as independent units of work ------------------
 
+from dpbench.studies.protocol import UnitStudy, from_module  # noqa: E402 - wraps the functions above
 
-class Song2018Study(UnitStudy):
-    """Song (2018): local-DP SGD (ch. 3-4) and Pufferfish mechanisms for Markov chains (ch. 7)."""
-
-    name = STUDY
-    figures = FIGURES
-    source = STUDY
-    data_note = DATA_NOTE
-
-    def validate(self, cfg, prefix=f"studies.{STUDY}"):
-        return validate(cfg, prefix)
-
-    def figure_names(self, cfg):
-        return figure_names(cfg)
-
-    def figure(self, name):
-        return figure(name)
-
-    def series(self, cfg, name):
-        return series(cfg, name)
-
-    def deviations(self, cfg, name):
-        return deviations(cfg, name)
-
-    def anchor_checks(self, frames):
-        return anchor_checks(frames)
-
-    def series_threads(self, cfg, figure_name, series_name):
-        return series_threads(cfg, figure_name, series_name)
-
-    def dataset_signature(self, config):
-        return dataset_signature(config)
-
-    def prepare_dataset(self, config):
-        return prepare_dataset(config)
-
-    def run_series(self, config, figure_name, series_name, n_jobs=1):
-        return run_series(config, figure_name, series_name, n_jobs=n_jobs)
-
-    def plot(self, config, name, df, out):
-        return plot(config, name, df, out)
-
-    def series_code_hash(self, series_name):
-        return series_code_hash(series_name)
-
-    def report_html(self, config, frames):
-        return report_html(config, frames)
+STUDY_OBJECT = from_module(UnitStudy, globals(), name=STUDY, figures=FIGURES, source=STUDY, data_note=DATA_NOTE)

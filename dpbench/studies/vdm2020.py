@@ -1018,57 +1018,9 @@ def report_html(config: dict, frames: dict) -> str:
             f"<ul style='font-size:12px'>{details}</ul>")
 
 
-# -- the study protocol (dpbench.studies.protocol): this module as a grid of cells --------------------------------
 
-from dpbench.studies.protocol import CellStudy  # noqa: E402 - the protocol wraps the functions above
+# -- the study protocol (dpbench.studies.protocol): this module's functions as a grid of cells ------------------
 
+from dpbench.studies.protocol import CellStudy, from_module  # noqa: E402 - wraps the functions above
 
-class Vdm2020Study(CellStudy):
-    """van der Maaten & Hannun (2020): every series a Method on a grid of points, computed by the runner."""
-
-    name = STUDY
-    figures = FIGURES
-    source = "vdm2020"
-    neighbouring = NEIGHBOURING
-
-    def validate(self, cfg, prefix=f"studies.{STUDY}"):
-        return validate(cfg, prefix)
-
-    def figure_names(self, cfg):
-        return figure_names(cfg)
-
-    def figure(self, name):
-        return figure(name)
-
-    def series(self, cfg, name):
-        return series(cfg, name)
-
-    def deviations(self, cfg, name):
-        return deviations(cfg, name)
-
-    def anchor_checks(self, frames):
-        return anchor_checks(frames)
-
-    def report_html(self, config, frames):
-        return report_html(config, frames)
-
-    def points(self, cfg, name):
-        return points(cfg, name)
-
-    def make_method(self, cfg, name, **overrides):
-        return make_method(cfg, name, **overrides)
-
-    def problem(self, config, cfg, split, **overrides):
-        return problem(config, cfg, split, **overrides)
-
-    def tuning_grid(self, cfg, method):
-        return tuning_grid(cfg, method)
-
-    def fixed_hyperparameter(self, cfg, method):
-        return fixed_hyperparameter(cfg, method)
-
-    def prepare_more(self, config):
-        return prepare_more(config)
-
-    def preprocessing(self, cfg, point):
-        return preprocessing(cfg, point)
+STUDY_OBJECT = from_module(CellStudy, globals(), name=STUDY, figures=FIGURES, source="vdm2020", neighbouring=NEIGHBOURING)

@@ -10,7 +10,7 @@ import pytest
 
 from dpbench.sources import SOURCES
 from dpbench.studies import STUDIES
-from dpbench.studies.protocol import CellStudy, Study, UnitStudy, hooks
+from dpbench.studies.protocol import CellStudy, Study, UnitStudy, from_module, hooks
 from dpbench.workflow import FIGURE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +36,17 @@ def test_a_misspelt_hook_is_an_error_not_a_silent_default():
 
             def series_thread(self, cfg, figure, series):  # the hook is series_threads
                 return 1
+
+
+def test_a_near_miss_module_function_is_an_error():
+    """A study written as module functions (from_module): a function named one letter off a hook is rejected."""
+    def series_thread(cfg, figure, series):  # the hook is series_threads
+        return 1
+
+    namespace = {"__name__": "toy", "series_thread": series_thread}
+    series_thread.__module__ = "toy"
+    with pytest.raises(TypeError, match="series_thread.*series_threads"):
+        from_module(UnitStudy, namespace, name="toy", figures={})
 
 
 def test_a_missing_hook_is_an_error_when_the_study_is_made():
