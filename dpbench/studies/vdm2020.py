@@ -1,8 +1,8 @@
 """vdm2020 — "The Trade-Offs of Private Prediction" (van der Maaten & Hannun): figure specs and anchors.
 
-Source: van der Maaten & Hannun (2020), arXiv:2007.05089; docs/studies/vdm2020.md. Fig. 1a/1b: test accuracy vs ε at B = 100 (δ = 0 / 1e-5);
-Fig. 2a/2b: accuracy vs inference budget B at ε = 1 (δ = 0 / 1e-5); MNIST, linear softmax models,
-mean ± std over repetitions on one train/test split.
+Source: van der Maaten & Hannun (2020), arXiv:2007.05089 (documented in docs/studies/vdm2020.md). Fig. 1a/1b:
+test accuracy vs ε at B = 100 (δ = 0 / 1e-5); Fig. 2a/2b: accuracy vs inference budget B at ε = 1 (δ = 0 / 1e-5);
+MNIST, linear softmax models, mean ± std over repetitions on one train/test split.
 """
 
 from __future__ import annotations
