@@ -8,7 +8,8 @@ One step, for each of R independent runs (θ: (D, C), no L2 term — paper §4.1
     g̃     = ( Σ_{n∈𝓑} s_n g_n  +  N(0, σ²ν² I) ) / denom
     θ     ← θ − η_t g̃
 
-(The authors' released code clips and noises each parameter tensor separately instead; vdm2020 erratum 14.)
+(The authors' released code clips and noises each parameter tensor separately instead: vdm2020 erratum 14 in
+docs/studies/vdm2020.md#errata.)
 
 The clipped sum is computed as X_𝓑ᵀ (diag(s) (P − Y)) without materialising per-example gradients.
 
