@@ -5,7 +5,7 @@ non-private warm start, so the time is the marginal cost of one more cell) with 
 fresh cache so nothing is reused, at the default settings of config.yaml. Prints one JSON line per cell kind;
 benchmarks/project_vdm2020.py combines them with the cell counts of the default grid.
 
-    python benchmarks/vdm2020_unit_costs.py --data data --cache /tmp/unit-costs [--only lp_54k ...]
+    python benchmarks/vdm2020_unit_costs.py --data data --cache results/unit-costs [--only lp_54k ...]
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Black-box membership-inference attacks on a trained classifier's outputs (spec lectures.md §1.1–1.2, §3.1).
+"""Black-box membership-inference attacks on a trained classifier's outputs (the attacks the Mondal 2024 slides
+name, as specified in the papers cited below; docs/studies/membership.md).
 
 Every attack sees only the released model's outputs (logits, equivalently the probability vector) on the
 candidate records and their labels, plus what the attacker knows: data from the same distribution (the

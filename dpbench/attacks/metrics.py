@@ -1,4 +1,4 @@
-"""Metrics of membership-inference attacks with confidence intervals (spec lectures.md §3.1–3.2).
+"""Metrics of membership-inference attacks with confidence intervals (docs/studies/membership.md).
 
 Conventions: ``is_member`` holds the membership labels (1 = member, see
 :data:`dpbench.attacks.membership.MEMBER`), ``scores`` are larger for "more likely a member", ``decisions`` are
@@ -162,8 +162,9 @@ def epsilon_lower_bound(tp: int, n_pos: int, fp: int, n_neg: int, delta: float =
                         alpha: float = 0.05) -> tuple[float, float]:
     """(point estimate, (1 − α) lower confidence bound) of the ε an (ε, δ)-DP mechanism must have for a test
     with these counts: max of ln((TPR − δ)/FPR) and of the complementary test ln((1 − FPR − δ)/(1 − TPR))
-    (both are implied by the hypothesis-testing characterisation, spec §3.2). The bound uses TPR at its
-    Clopper–Pearson lower and FPR at its upper limit (α/2 each); non-positive or undefined values give 0."""
+    (both are implied by the hypothesis-testing characterisation of DP, Kairouz, Oh & Viswanath 2015). The
+    bound uses TPR at its Clopper–Pearson lower and FPR at its upper limit (α/2 each); non-positive or
+    undefined values give 0."""
     alpha = _check_alpha(alpha)
     tlo, _ = clopper_pearson(tp, n_pos, alpha / 2)
     _, fhi = clopper_pearson(fp, n_neg, alpha / 2)

@@ -1,4 +1,4 @@
-"""MNIST: the four IDX files, fetched from a mirror or the canonical URLs and verified by md5 (spec/data.md)."""
+"""MNIST: the four IDX files, fetched from a mirror or the canonical URLs and verified by md5 (docs/sources.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dpbench.data.download import fetch_file
 from dpbench.data.idx import read_idx
 from dpbench.data.raw import RawSplit
 
-#: file name -> md5 (spec/data.md).
+#: file name -> md5 (the published checksums; docs/sources.md).
 MNIST_FILES: dict[str, str] = {
     "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
     "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",

@@ -1,4 +1,4 @@
-"""MNIST substitute: InfiMNIST-style random deformations of scikit-learn's bundled digits (spec/vdm2020.md §6.3).
+"""MNIST substitute: InfiMNIST-style random deformations of scikit-learn's bundled digits (docs/sources.md).
 
 The base is ``sklearn.datasets.load_digits()`` (1797 images of 8x8, values 0..16; no download).
 
@@ -24,7 +24,7 @@ Recipe (version ``v1``; any change to it must bump :data:`VERSION`, which is par
 
    Calibration: with the shift of ±28/16 px of the frame or Simard's alpha = 34, a linear softmax model
    reached only 0.63-0.88 test accuracy (MNIST: about 0.92); the values above give about 0.91, close to
-   MNIST and to spec §6.4. Digits stay clearly legible.
+   MNIST. Digits stay clearly legible.
 
 4. **Which original**: train example ``i`` deforms training original ``perm[i % n_orig_train]`` where ``perm``
    is a seeded permutation (``"deformed-digits/train/order"``); every training example is deformed (like

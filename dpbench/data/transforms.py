@@ -1,4 +1,5 @@
-"""Feature transforms of the linear-model studies (spec/vdm2020.md §4, §7 items 11-13).
+"""Feature transforms of the linear-model studies (van der Maaten & Hannun 2020: assumption 5 of §3, ‖x‖ ≤ 1;
+PCA of Fig. 5a; vdm2020 errata 11–13 in docs/studies/vdm2020.md#errata).
 
 Order used by the studies: ``first_classes`` -> ``unit_ball_normalise`` -> (``pca_project``) ->
 (``add_bias_feature``); wu2016 ch. 3: (``gaussian_random_projection``) -> ``unit_sphere_rows``. Every function returns new arrays and keeps every row at L2 norm <= 1 (checked in
@@ -39,7 +40,7 @@ def _shrink_to_unit(X: np.ndarray) -> np.ndarray:
 
 def unit_ball_normalise(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Divide both splits by the largest L2 norm of a *training* row; then test rows with norm > 1 are
-    rescaled onto the unit sphere (spec §7.13: the reference code divides each split by its own maximum;
+    rescaled onto the unit sphere (vdm2020 erratum 13: the reference code divides each split by its own maximum;
     here the test split uses the training scale, and every row ends with ``||x|| <= 1``)."""
     Xtr, Xte = _as_float(X_train), _as_float(X_test)
     if Xtr.shape[1] != Xte.shape[1]:
@@ -53,7 +54,7 @@ def unit_ball_normalise(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.nda
 
 def add_bias_feature(X: np.ndarray) -> np.ndarray:
     """Append a constant feature and rescale: ``[x, 1] / sqrt(2)``, so ``||x|| <= 1`` implies the result
-    has norm <= 1 (the exact treatment of the bias, spec §7 item 11). Input rows must have norm <= 1."""
+    has norm <= 1 (the exact treatment of the bias, vdm2020 erratum 11). Input rows must have norm <= 1."""
     X = _as_float(X)
     if X.shape[0] and row_norms(X).max() > 1.0 + 1e-6:
         raise ValueError("add_bias_feature needs rows with ||x|| <= 1; apply unit_ball_normalise first")

@@ -1,5 +1,6 @@
 """Learners: bias-free softmax regression (losses, constants K and L, L-BFGS fits, batched prediction,
-per-example gradient norms) and a DP-SGD engine vectorised over repetitions (spec vdm2020 §2.0–2.3, §2.7)."""
+per-example gradient norms) and a DP-SGD engine vectorised over repetitions (van der Maaten & Hannun 2020, §3,
+Eq. 2, Eq. 4, App. D)."""
 
 from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, dpsgd_steps, lr_factors, poisson_batches
 from .softmax import (

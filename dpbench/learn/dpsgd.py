@@ -1,11 +1,15 @@
-"""DP-SGD (paper Eq. 4, spec vdm2020 §2.3) for the bias-free softmax model, vectorised over repetitions.
+"""DP-SGD (van der Maaten & Hannun 2020, §3.1, Eq. 4) for the bias-free softmax model, vectorised over
+repetitions.
 
-One step, for each of R independent runs (θ: (D, C), no L2 term — paper L162):
+One step, for each of R independent runs (θ: (D, C), no L2 term — paper §4.1):
 
     g_n   = x_n (p_n − e_{y_n})ᵀ                          per-example gradient of the cross-entropy
-    s_n   = min(1, ν / ‖g_n‖_F),  ‖g_n‖_F = ‖p_n − e_{y_n}‖₂ ‖x_n‖₂      GLOBAL clipping (Eq. 4, §7 item 14)
+    s_n   = min(1, ν / ‖g_n‖_F),  ‖g_n‖_F = ‖p_n − e_{y_n}‖₂ ‖x_n‖₂      GLOBAL clipping (Eq. 4)
     g̃     = ( Σ_{n∈𝓑} s_n g_n  +  N(0, σ²ν² I) ) / denom
     θ     ← θ − η_t g̃
+
+(The authors' released code clips and noises each parameter tensor separately instead: vdm2020 erratum 14 in
+docs/studies/vdm2020.md#errata.)
 
 The clipped sum is computed as X_𝓑ᵀ (diag(s) (P − Y)) without materialising per-example gradients.
 
@@ -123,7 +127,7 @@ def lr_factors(steps, schedule):
     """Learning-rate multipliers for each step: ``"constant"`` (all 1) or ``"step"``.
 
     ``"step"`` divides by 10 three times at equally spaced points (after 1/4, 1/2, 3/4 of the steps), the
-    paper's CIFAR schedule (L202); [CODE] used StepLR(step=epochs//4, γ=0.1) per epoch.
+    paper's CIFAR schedule (§4.3); the authors' released code used StepLR(step=epochs//4, γ=0.1) per epoch.
     """
     t = np.arange(steps)
     if schedule == "constant":

@@ -1,6 +1,6 @@
 """One-hidden-layer ReLU MLP in numpy: non-private SGD, T independent members, and DP-SGD (Eq. 4, global clip).
 
-The non-convex substitute for vdm2020 Fig. 7 (CIFAR-10/ResNet-20 cannot run here, spec §6.3 item 5): DP-SGD vs
+The non-convex substitute for vdm2020 Fig. 7 (CIFAR-10/ResNet-20 is out of reach on a few CPU cores): DP-SGD vs
 subsample-and-aggregate with T = 16 members, plus a non-private reference.
 
 Model (conventions of :mod:`dpbench.learn.softmax`: ``X`` (n, D) float64, integer labels ``y`` in [0, C)):
@@ -479,7 +479,7 @@ def fit_mlp_many(
 
     with μ = ``momentum`` (0 = plain SGD; the reference code used 0.9 for the CIFAR subsagg members) and
     η_t = ``learning_rate`` × :func:`lr_factors` (``schedule`` ``"constant"`` or ``"step"``: ÷10 after 1/4,
-    1/2 and 3/4 of the ``int(epochs)·ceil(n/batch_size)`` steps, paper L202). Weight decay applies to all
+    1/2 and 3/4 of the ``int(epochs)·ceil(n/batch_size)`` steps, paper §4.3). Weight decay applies to all
     parameters, biases included.
 
     All models advance together with batched matmuls over the model axis. Randomness: the initialisation,
@@ -598,7 +598,7 @@ def dpsgd_mlp(
     σ = ``noise_multiplier``. Sampling, step count (:func:`dpsgd_steps`), ``denom`` (q·N = batch_size for
     ``"poisson"``, the actual batch size for ``"shuffle"``) and the padding of Poisson batches with
     zero-weight rows are exactly those of :func:`dpbench.learn.dpsgd_softmax`; plain SGD (no momentum, no
-    weight decay — paper L162, code momentum 0 for DP-SGD). ``schedule``: None/"constant" or "step"
+    weight decay — paper §4.1, code momentum 0 for DP-SGD). ``schedule``: None/"constant" or "step"
     (:func:`lr_factors`). Each run starts from :func:`init_mlp` drawn from ``rng`` (or ``params0``, a single
     MLP or a stack of ``n_runs``). ``rng``: one Generator, or one per run (module docstring). No noise is
     drawn when σ = 0.

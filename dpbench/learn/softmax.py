@@ -4,7 +4,8 @@ Conventions (used by every function of :mod:`dpbench.learn`):
 
 * Features ``X`` have shape ``(n, D)`` and are assumed unit-ball normalised, ``‖x_n‖₂ ≤ 1``, with the bias
   already folded in as a constant feature (x̃ = [x, 1]/√2). The model therefore has NO separate bias:
-  ``θ`` is a ``(D, C)`` matrix and ``logits = X @ θ`` (paper: φ′(x; θ) = θᵀx, spec vdm2020 §2.0, §7 item 11).
+  ``θ`` is a ``(D, C)`` matrix and ``logits = X @ θ`` (van der Maaten & Hannun 2020, §3 assumption 3:
+  φ′(x; θ) = θᵀx, no bias).
 * Labels ``y`` are integer class indices ``(n,)`` in ``[0, C)`` everywhere (never one-hot).
 * Flat parameter vectors are ``θ.ravel()`` of the C-ordered ``(D, C)`` matrix (``(T, D, C)`` for stacks).
 * Everything is float64 (L-BFGS needs accurate objective values; float32 was measured to save < 40 %).
@@ -48,10 +49,10 @@ __all__ = [
 ]
 
 #: Lipschitz constant K of the softmax cross-entropy in the logits, ‖∇ₐℓ‖₂ = ‖p − y‖₂ ≤ √2 (paper Theorem 9,
-#: spec §2.0). With ‖x‖₂ ≤ 1 this also bounds the per-example parameter gradient ‖x (p − y)ᵀ‖_F ≤ √2.
+#: App. D). With ‖x‖₂ ≤ 1 this also bounds the per-example parameter gradient ‖x (p − y)ᵀ‖_F ≤ √2.
 LIPSCHITZ_K: float = math.sqrt(2.0)
 #: Bound L on the largest eigenvalue of the Hessian diag(p) − ppᵀ of the loss in the logits (paper Theorem 10,
-#: Gershgorin, spec §2.0); with ‖x‖₂ ≤ 1 it bounds the Hessian in θ as well.
+#: Eq. 67–69, Gershgorin, App. D); with ‖x‖₂ ≤ 1 it bounds the Hessian in θ as well.
 HESSIAN_BOUND_L: float = 0.5
 
 
@@ -200,7 +201,7 @@ def softmax_objective(theta_flat, X, y, l2, linear=None):
 
     ``J(θ) = (1/n) Σ_n CE(θᵀx_n, y_n) + (l2/2)‖θ‖²_F + ⟨linear, θ⟩`` with CE(a, y) = logsumexp(a) − a_y.
     For loss perturbation the caller passes ``l2`` = its regularisation (e.g. ρ/N + λ/N) and
-    ``linear = B / N`` (spec §2.2).
+    ``linear = B / N`` (Alg. 4).
 
     Parameters: ``theta_flat`` (D·C,) = θ.ravel(); ``X`` (n, D); ``y`` (n,) integer labels; ``linear`` None or
     (D, C) / (D·C,). The number of classes is ``theta_flat.size // D``.
@@ -304,7 +305,7 @@ def fit_softmax(
     return_info=False,
     grad_norm_tol=None,
 ):
-    """argmin_θ of :func:`softmax_objective` by scipy L-BFGS-B (spec §2.7, the paper trains with L-BFGS).
+    """argmin_θ of :func:`softmax_objective` by scipy L-BFGS-B (the paper trains with L-BFGS, §4.1).
 
     ``theta0`` (D, C) warm-starts the solver (e.g. the non-private solution for loss perturbation); default 0.
     Stops at max|∇J| ≤ ``gtol``, relative objective change ≤ ``ftol`` or ``maxiter`` iterations — or, when
@@ -378,7 +379,7 @@ def fit_softmax_many(
     blas_threads=1,
     return_info=False,
 ):
-    """Fit T independent softmax models of identical shape (subsample-and-aggregate members, spec §2.5).
+    """Fit T independent softmax models of identical shape (subsample-and-aggregate members, Alg. 8).
 
     ``Xs`` (T, n, D), ``ys`` (T, n) integer labels; model t minimises J_t = mean CE of block t +
     (l2/2)‖θ_t‖² (plus nothing else). Returns θ (T, D, C), or ``(θ, info)`` with ``return_info=True``
@@ -394,7 +395,7 @@ def fit_softmax_many(
       (``gtol`` bounds every model). Measured 3.5× SLOWER than ``"separate"`` for T=256, n=234, D=785 (more
       iterations: the slowest model dictates; and every iteration streams all T blocks from memory).
 
-    With ``l2 = 0`` (the paper's setting, L162; the reference code uses no weight decay) each block of ~N/T
+    With ``l2 = 0`` (the paper's setting, §4.1; the reference code uses no weight decay) each block of ~N/T
     points in D dims is typically linearly separable, so no finite minimiser exists: the result is defined by
     the stopping rule (``gtol``, default 1e-4 like the code's ``tolerance_grad``, and ``maxiter``), which acts
     as an implicit regulariser. Then ``"joint"`` is NOT equivalent to separate runs (it keeps optimising
@@ -513,8 +514,8 @@ def accuracy_many(thetas, X, y):
 def per_example_gradient_norms(theta, X, y):
     """‖∇_θ CE(θᵀx_n, y_n)‖_F = ‖p_n − e_{y_n}‖₂ · ‖x_n‖₂, shape (n,).
 
-    The per-example gradient is the rank-one matrix x_n (p_n − e_{y_n})ᵀ, whose Frobenius norm factorises
-    (spec §6.1), so no per-example gradient is materialised. Bounded by √2·‖x_n‖ (= K for ‖x‖ ≤ 1).
+    The per-example gradient is the rank-one matrix x_n (p_n − e_{y_n})ᵀ, whose Frobenius norm factorises,
+    so no per-example gradient is materialised. Bounded by √2·‖x_n‖ (= K for ‖x‖ ≤ 1).
     """
     X = _as_float_matrix(X)
     theta = np.asarray(theta, dtype=np.float64)

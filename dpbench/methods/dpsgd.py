@@ -1,4 +1,4 @@
-"""DP-SGD for softmax regression (private training; δ > 0 only) — vdm2020 §2.3, Eq. 4.
+"""DP-SGD for softmax regression (private training; δ > 0 only) — van der Maaten & Hannun 2020, §3.1, Eq. 4.
 
 Global clipping of each full per-example gradient to ν, Gaussian noise N(0, σ²ν²I) on the clipped sum,
 Poisson sampling with q = batch/N for ceil(epochs·N/batch) steps (what the accountant assumes; shuffling
@@ -32,9 +32,9 @@ def clip_norm(value: float, batch_size: int, scale: str) -> float:
     """The clip ν of Eq. 4 (on the full per-example gradient) from a configured/tuned value.
 
     ``per_example``: the value is ν. ``batch_mean``: the value clips the per-example gradient of the
-    batch-MEAN loss, g_n/|𝓑| — the [CODE] scale of the CV grid 5e-4…5e-1 (spec §2.3) — so ν = value·|𝓑|
-    (exact for Eq. 4: clipping g_n/|𝓑| to c is clipping g_n to c|𝓑|, and the noise σc on the mean is σc|𝓑|
-    on the sum)."""
+    batch-MEAN loss, g_n/|𝓑| — the scale of the CV grid 5e-4…5e-1 in the authors' released code — so
+    ν = value·|𝓑| (exact for Eq. 4: clipping g_n/|𝓑| to c is clipping g_n to c|𝓑|, and the noise σc on the mean
+    is σc|𝓑| on the sum)."""
     if scale == "per_example":
         return value
     if scale == "batch_mean":
@@ -52,7 +52,7 @@ class DPSGD(Method):
     tuned = "clip"
 
     def supports(self, epsilon, delta, budget):
-        return None if delta > 0 else "DP-SGD does not support delta = 0 (paper L170)"
+        return None if delta > 0 else "DP-SGD does not support delta = 0 (paper §4.2)"
 
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings

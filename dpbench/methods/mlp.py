@@ -3,7 +3,7 @@
 CIFAR-10 / ResNet-20 cannot run here; the figure's structure is kept: DP-SGD (Eq. 4, GLOBAL clipping of the
 full per-example gradient, Poisson sampling, RDP accountant) vs subsample-and-aggregate with T = 16 MLPs
 (no L2, exponential mechanism on the votes), and the non-private MLP as reference. The other methods need
-a convex, Lipschitz, smooth loss (assumptions 1 and 3, footnote at L202) and are not applicable.
+a convex, Lipschitz, smooth loss (assumptions 1 and 3, §4.3 footnote 1) and are not applicable.
 
 Training runs are keyed by content (problem, settings, repetition), so results do not depend on how
 repetitions are grouped or on the number of workers.

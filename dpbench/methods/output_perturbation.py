@@ -1,7 +1,8 @@
 """Output perturbation for regularised ERM (wu2016 ch. 4, Alg 5 and Alg 6), its parameter-setting variants
 (oracle, data-independent, privately tuned) and the private tuning of Alg 7.
 
-Spec: Wu (2016), PhD thesis §2.7 (Thm 4.5, Alg 5/6/7, L969–L1015, L1159–L1192) and §7 items 13–15.
+Source: Wu (2016), PhD thesis, §4.2 (Thm 4.5–4.7, Alg 5, Alg 6) and §4.4 "Experimental Methodology" (the
+parameter-setting variants, Alg 7); the choices the thesis leaves open are listed in docs/studies/wu2016.md.
 
 Setting and conventions (used throughout this module and by :mod:`.objective_perturbation`):
 
@@ -10,7 +11,7 @@ Setting and conventions (used throughout this module and by :mod:`.objective_per
 * Losses (:data:`LOSSES`):
 
   - ``"squared"``: ℓ(w, (x, y)) = (y − ⟨w, x⟩)², the linear-regression loss (never written out in the thesis,
-    spec §7 item 15 [INFERRED]). ∇ℓ = −2(y − ⟨w, x⟩)x, so on the ball ‖w‖ ≤ R
+    [INFERRED]). ∇ℓ = −2(y − ⟨w, x⟩)x, so on the ball ‖w‖ ≤ R
     ‖∇ℓ‖ ≤ 2(|y| + ‖w‖‖x‖)‖x‖ ≤ **ρ = 2(1 + R)**; its Hessian 2xxᵀ has rank one and eigenvalue ≤ **c = 2**.
     (The ½-scaled loss has ρ = 1 + R, and minimising ½·MSE + (λ/4)‖w‖² is the same problem as MSE + (λ/2)‖w‖²
     with the same Δ of Alg 6, so the choice only re-labels λ.) The squared loss is not globally Lipschitz, so
@@ -18,7 +19,7 @@ Setting and conventions (used throughout this module and by :mod:`.objective_per
   - ``"logistic"``: ℓ = log(1 + exp(−y⟨w, x⟩)), y ∈ {±1}: ‖∇ℓ‖ ≤ ‖x‖ ≤ **ρ = 1** everywhere, Hessian
     σ(1−σ)xxᵀ with eigenvalue ≤ **c = 1/4**.
 
-* Objective of Alg 6 (L1003–L1011): ``w̄ = argmin_{‖w‖≤R} L_S(w) + (λ/2)‖w‖²`` with L_S the **average** loss.
+* Objective of Alg 6 (thesis §4.2): ``w̄ = argmin_{‖w‖≤R} L_S(w) + (λ/2)‖w‖²`` with L_S the **average** loss.
 
 Sensitivity of the constrained regularised minimiser (the bound every test measures against). Let
 F_S(w) = L_S(w) + (λ/2)‖w‖², λ-strongly convex, w = argmin_C F_S, w′ = argmin_C F_S′ over the convex ball C.
@@ -99,12 +100,12 @@ def curvature(loss: str) -> float:
 
 
 def sensitivity_alg5(rho: float, lam: float, n: int) -> float:
-    """Δ = 4ρ/(λn) of Alg 5 (L984–L993, Thm 4.5): λ-strongly convex objective, ρ-Lipschitz loss."""
+    """Δ = 4ρ/(λn) of Alg 5 (thesis §4.2, Thm 4.5): λ-strongly convex objective, ρ-Lipschitz loss."""
     return 4.0 * _pos("rho", rho) / (_pos("lam", lam) * _count(n))
 
 
 def sensitivity_alg6(rho: float, lam: float, R: float, n: int) -> float:
-    """Δ = 4(ρ + λR)/(λn) of Alg 6 (L1003–L1015, Thm 4.7): the regularised loss ℓ + (λ/2)‖w‖² is
+    """Δ = 4(ρ + λR)/(λn) of Alg 6 (thesis §4.2, Thm 4.7): the regularised loss ℓ + (λ/2)‖w‖² is
     (ρ + λR)-Lipschitz on the ball of radius R and λ-strongly convex; Thm 4.5 then gives 4(ρ+λR)/(λn)."""
     rho, lam, R = _pos("rho", rho), _pos("lam", lam), _pos("R", R)
     return 4.0 * (rho + lam * R) / (lam * _count(n))
@@ -330,7 +331,7 @@ class OPResult:
 
 def output_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float, rng: np.random.Generator,
                         sensitivity: str = "thesis", w_bar: np.ndarray | None = None) -> OPResult:
-    """Alg 6 (OutputPerturbationConvex, L1003–L1011): w̄ = argmin_{‖w‖≤R} L_S + (λ/2)‖w‖², then
+    """Alg 6 (OutputPerturbationConvex, thesis §4.2): w̄ = argmin_{‖w‖≤R} L_S + (λ/2)‖w‖², then
     w̄ + κ with p(κ) ∝ exp(−ε‖κ‖/Δ), Δ = 4(ρ+λR)/(λn) (``sensitivity="thesis"``) or 2ρ/(λn) (``"tight"``).
     ε-DP for replace-one neighbours. ``w_bar`` (optional) reuses an already computed exact minimiser."""
     X, y = check_data(X, y, loss)
@@ -343,7 +344,7 @@ def output_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float, r
 
 def output_perturbation_strongly_convex(X, y, lam: float, epsilon: float, rng: np.random.Generator,
                                         loss: str = "logistic", sensitivity: str = "thesis") -> OPResult:
-    """Alg 5 (OutputPerturbationStronglyConvex, L984–L993) for the λ-strongly convex objective
+    """Alg 5 (OutputPerturbationStronglyConvex, thesis §4.2) for the λ-strongly convex objective
     L_S + (λ/2)‖w‖² of a globally ρ-Lipschitz loss (logistic: ρ = 1), unconstrained: Δ = 4ρ/(λn)."""
     if _loss(loss) == "squared":
         raise ValueError("Alg 5 needs a globally Lipschitz loss; the squared loss needs the ball of Alg 6")
@@ -355,19 +356,19 @@ def output_perturbation_strongly_convex(X, y, lam: float, epsilon: float, rng: n
 
 
 # ---------------------------------------------------------------------------------------------------------
-# parameter-setting variants (L1161–L1173)
+# parameter-setting variants (thesis §4.4, "Experimental Methodology")
 # ---------------------------------------------------------------------------------------------------------
 
 
 def data_independent_parameters(d: int, n: int, epsilon: float, radius: float = 1.0) -> tuple[float, float]:
-    """Data-Independent Output Perturbation (L1167–L1169): R = 1 ("we scale the data to the unit sphere")
+    """Data-Independent Output Perturbation (thesis §4.4): R = 1 ("we scale the data to the unit sphere")
     and λ = √(d/(nε)) (from the proof of Thm 4.12). Returns (R, λ)."""
     return float(radius), math.sqrt(_count(d) / (_count(n) * _pos("epsilon", epsilon)))
 
 
 def oracle_lambda_grid(d: int, n: int, points: int, eps_start: float = 100.0, eps_end: float = 0.1) -> np.ndarray:
-    """Oracle λ grid (L1163): an arithmetic progression from √(d/(nε′)) (ε′ = 100) to √(d/(nε*)) (ε* = 0.1);
-    the number of points is not given (spec §7 item 13)."""
+    """Oracle λ grid (thesis §4.4): an arithmetic progression from √(d/(nε′)) (ε′ = 100) to √(d/(nε*)) (ε* = 0.1);
+    the number of points is not given [INFERRED]."""
     if points < 2:
         raise ValueError(f"points must be ≥ 2, got {points}")
     return np.linspace(math.sqrt(d / (n * _pos("eps_start", eps_start))),
@@ -376,7 +377,7 @@ def oracle_lambda_grid(d: int, n: int, points: int, eps_start: float = 100.0, ep
 
 def oracle_output_perturbation(loss: str, X, y, radii: Sequence[float], lambdas: Sequence[float], epsilons,
                                rng: np.random.Generator, sensitivity: str = "thesis", mc_draws: int = 32) -> dict:
-    """Oracle Output Perturbation (L1161–L1163): **not private** — an idealised upper bound. For every ε, the
+    """Oracle Output Perturbation (thesis §4.4): **not private** — an idealised upper bound. For every ε, the
     (R, λ) of ``radii`` × ``lambdas`` with the smallest *expected* training loss of the noisy output is picked
     using the training data, then one Alg 6 release with those parameters is drawn.
 
@@ -425,8 +426,8 @@ def oracle_output_perturbation(loss: str, X, y, radii: Sequence[float], lambdas:
 
 
 def tuning_lambda_grid(d: int, n_chunk: int, count: int = 8, ratio: float = 2.0, eps_start: float = 100.0) -> np.ndarray:
-    """Λ of Alg 7 (L1173): a geometric progression of ratio 2 [DOC]; its start and length are not given
-    (spec §7 item 13 [INFERRED]): ``count`` = 8 values (24 = 3 × 8 training chunks in Fig. 4.8) from
+    """Λ of Alg 7 (thesis §4.4): a geometric progression of ratio 2 (stated in the thesis); its start and length
+    are not given [INFERRED]: ``count`` = 8 values (24 = 3 × 8 training chunks in Fig. 4.8) from
     √(d/(ε′ n_chunk)), ε′ = 100, the oracle grid's start on the size of one training chunk."""
     if count < 1:
         raise ValueError(f"count must be ≥ 1, got {count}")
@@ -451,7 +452,7 @@ def clipped_mean_loss(loss: str, W: np.ndarray, X: np.ndarray, y: np.ndarray, R:
 
 def utility_sensitivity(loss: str, R: float, n_val: int, form: str = "rigorous") -> float:
     """Δ(u) of the validation utility u_{S′}(w) = −L_{S′}(w) (Alg 7 line 5). ``"thesis"``: R² as printed
-    (L1190; stated without derivation, spec §7 item 14). ``"rigorous"``: with per-example losses capped at
+    (Alg 7 line 5, stated without derivation). ``"rigorous"``: with per-example losses capped at
     B = loss_bound(R) (:func:`clipped_mean_loss`), replacing one of the n_val validation records moves the
     average by at most B/n_val. (The printed R² bounds this only when n_val ≥ B/R², e.g. 25 for the squared
     loss and R = 1/4, and only for the capped loss.)"""
@@ -487,7 +488,7 @@ def make_chunks(n: int, m: int, rng: np.random.Generator) -> list[np.ndarray]:
 def private_tuning(loss: str, chunks: Sequence[tuple[np.ndarray, np.ndarray]], validation: tuple[np.ndarray, np.ndarray],
                    radii: Sequence[float], lambdas: Sequence[float], epsilon: float, rng: np.random.Generator,
                    train: Callable[..., np.ndarray], utility: str = "rigorous") -> TuningResult:
-    """Alg 7 (ParameterTuning, L1177–L1192) on given disjoint chunks: pair i = (R_i, λ_i) of 𝓡 × Λ (R outer)
+    """Alg 7 (ParameterTuning, thesis §4.4) on given disjoint chunks: pair i = (R_i, λ_i) of 𝓡 × Λ (R outer)
     is trained on chunk i by ``train(X_i, y_i, R_i, λ_i, ε, rng) -> w`` (an ε-DP algorithm, e.g. Alg 6 or
     objective perturbation), scored by the capped average loss L on S′, and one is drawn by the exponential
     mechanism p(w_i) ∝ exp(−L_{S′}(w_i)·ε/(2Δu)) with Δu = :func:`utility_sensitivity` at R = max 𝓡.

@@ -1,7 +1,8 @@
-"""Subsample-and-aggregate (Dwork & Feldman; private prediction) — vdm2020 §2.5, Alg. 8.
+"""Subsample-and-aggregate (Dwork & Feldman; private prediction) — van der Maaten & Hannun 2020, §3.2, App. C.2,
+Alg. 8.
 
 T non-private softmax models on disjoint random parts of ⌊N/T⌋ examples (remainder dropped, a new partition
-each repetition, no L2: paper L162 — a bounded number of L-BFGS iterations is the implicit regulariser);
+each repetition, no L2: paper §4.1 — a bounded number of L-BFGS iterations is the implicit regulariser);
 each query returns a label sampled with probability ∝ exp(β · votes). One record moves one vote, so two
 counts change and each query is 2β-DP. ``beta_rule: standard`` (default, correct): β = ε*/2 with the
 per-query ε* = ε/B (δ = 0) or max(ε/B, √(2/B)(√(ln(1/δ)+ε) − √(ln(1/δ)))) (δ > 0, Eq. 61).

@@ -4,7 +4,7 @@ See ``mechanisms`` (L2-Laplace / Laplace / Gaussian / exponential mechanism), ``
 advanced composition, vdm2020 per-query budget rules) and ``accounting`` (DP-SGD with dp_accounting).
 """
 
-from . import attack_bounds  # noqa: F401  (membership-inference bounds, spec lectures §3.2)
+from . import attack_bounds  # noqa: F401  (membership-inference bounds implied by (ε, δ)-DP)
 from .accounting import (TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, classic_rdp_to_dp, dpsgd_epsilon,
                          dpsgd_replace_one_epsilon)
 from .composition import (

@@ -1,4 +1,4 @@
-"""Upper bounds on membership-inference success implied by (ε, δ)-DP (spec lectures.md §3.2, [EXT]).
+"""Upper bounds on membership-inference success implied by (ε, δ)-DP (from the literature, not the slides).
 
 Hypothesis-testing view (Wasserman–Zhou 2010; Kairouz–Oh–Viswanath 2015): if a mechanism A is (ε, δ)-DP,
 then for every pair of NEIGHBOURING datasets D, D′ and every test (rejection region S) for "A(D) vs A(D′)",

@@ -7,7 +7,8 @@ Conventions
 -----------
 * ``sensitivity`` is the global L2 sensitivity Δ₂ = sup ‖f(D) − f(D′)‖₂ over neighbouring datasets, for
   whatever neighbouring relation the caller's sensitivity bound was proved under (vdm2020 Lemma 1 uses
-  replace-one, the Theorem 3 proof add/remove-one; erratum 17). The mechanisms here are agnostic: their
+  replace-one, the Theorem 3 proof in App. B.2 add/remove-one; "vdm2020 erratum N" refers to the numbered
+  list in docs/studies/vdm2020.md#errata, here erratum 17). The mechanisms here are agnostic: their
   guarantee holds for exactly the pairs (D, D′) over which Δ was bounded.
 * Every sampler takes an explicit ``numpy.random.Generator`` and draws all rows in one call.
 """
@@ -87,7 +88,8 @@ def sample_laplace(rng: np.random.Generator, scale: float, size=None) -> np.ndar
 def classic_gaussian_sigma(
     epsilon: float, delta: float, sensitivity: float = 1.0, *, allow_large_epsilon: bool = False
 ) -> float:
-    """Classic Gaussian mechanism std σ = Δ₂·√(2 ln(1.25/δ))/ε (Dwork & Roth Thm A.1; vdm2020 §2.1, L111).
+    """Classic Gaussian mechanism std σ = Δ₂·√(2 ln(1.25/δ))/ε (Dwork & Roth Thm A.1; vdm2020 §3.1, after
+    Eq. 4).
 
     The proof only covers ε < 1 (vdm2020 erratum 16), so ε ≥ 1 raises unless ``allow_large_epsilon=True``
     (in which case the returned σ carries no proven (ε, δ) guarantee). Requires δ ∈ (0, 1).
@@ -171,7 +173,8 @@ def analytic_gaussian_alpha(epsilon: float, delta: float) -> float:
 
     δ0 = Φ(0) − e^ε Φ(−√(2ε)). If δ ≥ δ0: v* = sup{v ≥ 0 : Φ(√(εv)) − e^ε Φ(−√(ε(v+2))) ≤ δ},
     α = √(1+v*/2) − √(v*/2). Else: u* = inf{u ≥ 0 : Φ(−√(εu)) − e^ε Φ(−√(ε(u+2))) ≤ δ},
-    α = √(1+u*/2) + √(u*/2) (the branch the paper omits; erratum 5). The noise std is σ = α·Δ₂/√(2ε).
+    α = √(1+u*/2) + √(u*/2) (the branch Alg. 2 in the paper's App. B.1 omits; vdm2020 erratum 5). The noise
+    std is σ = α·Δ₂/√(2ε).
 
     The roots are found in log space to ~machine precision, so the exact criterion (Eq. 17) holds with
     equality to ~1e-13 relative. Requires ε > 0 and δ ∈ (0, 1).
@@ -223,7 +226,8 @@ def exponential_mechanism(rng: np.random.Generator, utilities, beta: float, size
     Privacy: if every utility changes by at most Δu between neighbouring datasets, the standard analysis
     gives (2·beta·Δu)-DP per draw, or (beta·Δu)-DP if utilities move monotonically (all in the same
     direction). vdm2020's subsample-and-aggregate (Alg. 8, vote counts, Δu = 1) uses beta = ε/B and claims
-    ε over B queries; its proof drops the normaliser, so the standard guarantee is 2ε (erratum 9).
+    ε over B queries; its proof (Thm 7, App. C.2) drops the normaliser, so the standard guarantee is 2ε
+    (vdm2020 erratum 9).
     """
     if not (isinstance(beta, (int, float, np.integer, np.floating)) and not isinstance(beta, bool)) or not (
         beta >= 0

@@ -1,8 +1,8 @@
 """vdm2020 — "The Trade-Offs of Private Prediction" (van der Maaten & Hannun): figure specs and anchors.
 
-Spec: van der Maaten & Hannun (2020). Fig. 1a/1b: test accuracy vs ε at B = 100 (δ = 0 / 1e-5);
-Fig. 2a/2b: accuracy vs inference budget B at ε = 1 (δ = 0 / 1e-5); MNIST, linear softmax models,
-mean ± std over repetitions on one train/test split.
+Source: van der Maaten & Hannun (2020), arXiv:2007.05089 (documented in docs/studies/vdm2020.md). Fig. 1a/1b:
+test accuracy vs ε at B = 100 (δ = 0 / 1e-5); Fig. 2a/2b: accuracy vs inference budget B at ε = 1 (δ = 0 / 1e-5);
+MNIST, linear softmax models, mean ± std over repetitions on one train/test split.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ FIGURES: dict[str, FigureSpec] = {
     "fig3": FigureSpec(STUDY, "fig3", "MNIST: accuracy vs δ (ε = 1, B = 100)", "delta",
                        "privacy failure probability δ", "test accuracy", ALL_METHODS,
                        "Fig. 3: test accuracy on MNIST as a function of the privacy failure probability δ at ε = 1 "
-                       "and B = 100 (the text calls it Fig. 4 at L184, a typo).", anchors=("claim5",)),
+                       "and B = 100 (the text of §4.2 calls it Fig. 4, a typo).", anchors=("claim5",)),
     "fig4": FigureSpec(STUDY, "fig4", "MNIST-1M: accuracy vs training-set size N (ε = 1, δ = 0, B = 100)",
                        "n_train", "number of training examples N", "test accuracy", DELTA0_METHODS,
                        "Fig. 4: test accuracy as a function of the training-set size N (first N examples of "
@@ -255,8 +255,9 @@ def _public_rows(n: int, seed: int, fraction: float) -> np.ndarray:
 def _select_rows(y: np.ndarray, n_classes: int | None, seed: int, split: str, validation_fraction: float,
                  exclude: np.ndarray | None = None):
     """(train rows, validation rows or None) of the training set: first ``n_classes`` digits only (Fig. 5b),
-    without the rows in ``exclude`` (a public split), and for the validation split the [CODE] protocol: the
-    first 10% of the shuffled training set validates, the model trains on the rest."""
+    without the rows in ``exclude`` (a public split), and for the validation split the protocol of the authors'
+    released code (facebookresearch/private_prediction): the first 10% of the shuffled training set validates,
+    the model trains on the rest."""
     rows = np.arange(len(y)) if n_classes is None else np.flatnonzero(y < n_classes)
     if exclude is not None:
         rows = np.setdiff1d(rows, exclude)
@@ -327,7 +328,7 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
                                            np.asarray(X_eval_src[eval_rows], np.float64))
             X_train, X_eval = pca_project(Xtr, Xev, pca_dim)
             del Xtr, Xev
-        elif pca_dim is not None:  # Fig. 5a: PCA fitted on the public split, per-row re-normalised (erratum 12)
+        elif pca_dim is not None:  # Fig. 5a: PCA on the public split, per-row re-normalised (vdm2020 erratum 12)
             mean, W = pca_basis(unit_sphere_rows(np.asarray(ds.X_train[public], np.float64)), pca_dim)
             X_train = unit_sphere_rows(pca_apply(unit_sphere_rows(np.asarray(ds.X_train[train_rows], np.float64)),
                                                  mean, W))
@@ -432,17 +433,23 @@ def preprocessing(cfg: dict, point) -> tuple[str, bool]:
 
 
 _GRID_NOTE = {
-    "epsilon": "Grid of the x axis not given in the paper: proposal of spec §9 [INFERRED].",
-    "budget": "B grid from the reference code's INFERENCE_BUDGETS [CODE].",
-    "delta": "δ grid not given in the paper: spec §9 proposal 1e-10…1e-2, extended to 1e-1 to show where "
-             "prediction sensitivity recovers [INFERRED].",
-    "n_train": "N grid not given in the paper: spec §9 proposal [INFERRED]; the first N examples ([CODE] "
-               "random=False), 10% of them held out for validation.",
+    "epsilon": "Grid of the x axis not given in the paper [INFERRED].",
+    "budget": "B grid from INFERENCE_BUDGETS of the authors' released code [CODE].",
+    "delta": "δ grid not given in the paper [INFERRED]: 1e-10…1e-2, extended to 1e-1 to show where "
+             "prediction sensitivity recovers.",
+    "n_train": "N grid not given in the paper, only 'up to one million' (§4.2) [INFERRED]; the first N examples "
+               "([CODE] random=False), 10% of them held out for validation.",
     "dim": "D grid not given in the paper [INFERRED]. The model has D + 1 inputs (bias feature).",
     "n_classes": "C ∈ {2, …, 10}: digits 0…C−1 of both splits ([CODE] asserts C ≥ 2).",
     "lambda": "λ grid = the cross-validation grid [INFERRED]; λ is fixed on the x axis (no tuning); one curve per ε.",
     "n_models": "T grid: powers of two around 256 [INFERRED]; subsample-and-aggregate is not tuned.",
 }
+
+
+#: The key to the source tags of the notes above, appended to every caption that uses one.
+TAG_NOTE = ("Tags: [CODE] = not stated in the paper, taken from the authors' released code "
+            "(github.com/facebookresearch/private_prediction); [INFERRED] = stated in neither, our choice "
+            "(reasons in docs/studies/vdm2020.md).")
 
 
 def lb_fraction(cfg: dict) -> float:
@@ -456,12 +463,13 @@ def deviations(cfg: dict, name: str) -> list[str]:
     tuning = (f"λ / ν chosen per (method, ε, δ{', x' if X_AXES[spec.x_name][1] == 'problem' else ''}) by "
               f"validation on {cv['validation_fraction']:.0%} of the training set, {cv['repetitions']} "
               f"repetitions, B = {cv['budget']} [CODE]; the privacy cost of tuning is ignored, as in the paper "
-              "(L162); the chosen value is in every result row." if cv.get("enabled", True) else
+              "(§4.1); the chosen value is in every result row." if cv.get("enabled", True) else
               f"Cross-validation DISABLED: fixed λ = {cv['fixed']['l2']:g}, clip = {cv['fixed']['clip']:g}.")
     out = [
         _GRID_NOTE[spec.x_name],
         f"{cfg['repetitions']} repetitions (paper: 100); " + tuning,
-        "Bias folded in as a constant feature, x → [x, 1]/√2, so ‖x‖ ≤ 1 holds exactly (erratum 11)."
+        "Bias folded in as a constant feature, x → [x, 1]/√2, so ‖x‖ ≤ 1 (assumption 5) holds exactly; the paper's "
+        "analysis has no bias (assumption 3)."
         if cfg.get("bias", "augment") == "augment" else "No bias term.",
     ]
     pca = {"pca_dim": 1} if spec.x_name == "dim" else {}
@@ -484,7 +492,8 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    "sets above 512 MiB are prepared once into the cache and memory-mapped by every worker.")
     if "loss_perturbation" in shown:
         lp_rel = cfg["loss_perturbation"].get("neighbouring", "replace_one")
-        out.append("Loss perturbation: ρ/(2N)‖θ‖² form (erratum 3), combined with λ as "
+        out.append("Loss perturbation: ρ/(2N)‖θ‖² form of Alg. 4 (Eq. 3 in §3.1 prints ½ρ‖θ‖²), combined with λ "
+                   "as "
                    + ("max(ρ/N, λ) [CODE]. " if cfg["loss_perturbation"]["regularizer"] == "code_max"
                       else "ρ/N + λ. ")
                    + ("Noise calibrated for a REPLACED example (gradient difference 2K: β = ε/(4K), or "
@@ -512,7 +521,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    f"schedule; DP-SGD batch {md['batch_size']}, {md['epochs']} epochs, learning rate "
                    f"{md['learning_rate']}, {md['sampling']} sampling, global clipping, clip on the "
                    f"{md['clip_scale'].replace('_', '-')} scale; non-private reference and the T models of "
-                   "subsample-and-aggregate trained with plain mini-batch SGD [INFERRED: CIFAR settings of L202 "
+                   "subsample-and-aggregate trained with plain mini-batch SGD [INFERRED: the CIFAR-10 settings of §4.3 "
                    "scaled down].")
     if "dpsgd" in shown:
         sampling = ("Poisson sampling" if dp["sampling"] == "poisson" else
@@ -533,18 +542,22 @@ def deviations(cfg: dict, name: str) -> list[str]:
                    "Δ = 2K/(Nλ): the guarantee covers the solver's error (η is raised to 2e-8·N/K where "
                    "float64 cannot resolve a smaller gradient: 1.4% at N = 10⁶; the η used is in every row).")
     if "prediction_sensitivity" in shown and any(p.delta > 0 for p in points(cfg, name)):
-        out.append("Prediction-sensitivity Gaussian σ in the appendix form 2Kα/(Nλ√(2ε*)) (erratum 2); "
-                   "δ′ searched over linspace(0, δ, 1000)[1:-1] (erratum 6).")
+        out.append("Prediction-sensitivity Gaussian σ in the appendix form 2Kα/(Nλ√(2ε*)) (Alg. 7, Eq. 53; §3.2 "
+                   "drops the √2); δ′ searched over linspace(0, δ, 1000)[1:-1] (Alg. 7's range (0, δ − Bδ*) is "
+                   "circular; the authors' code searches (0, δ)).")
     wanted = cfg["figures"][name].get("methods")
     skipped = [m for m in spec.methods if m not in shown and (wanted is None or m in wanted)]
     for m in skipped:
         reason = make_method(cfg, m).supports(points(cfg, name)[0].epsilon, points(cfg, name)[0].delta, 1)
         out.append(f"{REGISTRY.get(m).label} not shown: {reason}.")
+    if any("[CODE" in d or "[INFERRED" in d for d in out):
+        out.append(TAG_NOTE)
     return out
 
 
 # ---------------------------------------------------------------------------------------------------
-# anchor checks: the paper's qualitative claims (spec §5), computed from the results
+# anchor checks: the paper's qualitative claims (§4.2–4.3, listed in docs/studies/vdm2020.md#claims), computed
+# from the results
 
 PRIVATE = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "dpsgd")
 PAPER_CROSSOVER_B = 80.0
@@ -628,7 +641,8 @@ def crossover_budget(df) -> float:
 
 
 def anchor_checks(frames: dict):
-    """One row per checked claim (spec §5 items 1–10): what the paper says, what was measured, whether it holds."""
+    """One row per checked claim (docs/studies/vdm2020.md#claims, claims 1–10): what the paper says, what was
+    measured, whether it holds."""
     import pandas as pd
 
     rows = _anchor_checks_1_4(frames)
@@ -658,21 +672,21 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
         # best/worst at an ε count only beyond 2 standard errors of the runner-up (else that ε is undecided)
         sa = [V.is_best("subsample_aggregate", mi.loc[x], se.loc[x]) for x in mi.index]
         frac = float(np.mean([v.holds for v in sa])) if sa else float("nan")
-        add("claim1a", "fig1a", "δ=0, B=100: subsample-and-aggregate is best for most values of ε (L172)",
+        add("claim1a", "fig1a", "δ=0, B=100: subsample-and-aggregate is best for most values of ε (§4.2)",
             f"subsagg best (beyond 2 s.e.) at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})"
             + left_out, frac, V.fraction(sa, 0.5, min_points=2))
         if len(best):
             lo = best.index.min()
-            add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (L172)",
+            add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (§4.2)",
                 f"best at the smallest informative ε={lo:g}: {best[lo]} ({m.loc[lo].max():.3f})" + left_out,
                 float(m.loc[lo].get("loss_perturbation", np.nan)),
                 V.is_best("loss_perturbation", mi.loc[lo], se.loc[lo]))
         else:
-            add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (L172)",
+            add("claim1b", "fig1a", "δ=0: loss perturbation is best for small ε (§4.2)",
                 "no ε of the grid has a method above chance" + left_out, np.nan, V.undecided(V.TOO_FEW))
         ps = [V.is_best("prediction_sensitivity", -mi.loc[x], se.loc[x]) for x in mi.index]
         fw = float(np.mean([v.holds for v in ps])) if ps else float("nan")
-        add("claim1c", "fig1a", "prediction sensitivity performs poorly across the board (L172)",
+        add("claim1c", "fig1a", "prediction sensitivity performs poorly across the board (§4.2)",
             f"prediction sensitivity worst (beyond 2 s.e.) at {fw:.0%} of ε values" + left_out, fw,
             V.fraction(ps, 0.5, min_points=2))
     if "fig1b" in frames:
@@ -680,7 +694,7 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
         best = m.idxmax(axis=1)
         dp = [V.is_best("dpsgd", m.loc[x], se.loc[x]) for x in m.index]
         frac = float(np.mean([v.holds for v in dp])) if dp else float("nan")
-        add("claim2", "fig1b", "δ=1e-5: DP-SGD outperforms all other methods (L172)",
+        add("claim2", "fig1b", "δ=1e-5: DP-SGD outperforms all other methods (§4.2)",
             f"DP-SGD best (beyond 2 s.e.) at {frac:.0%} of ε values ({', '.join(f'{x:g}:{b}' for x, b in best.items())})",
             frac, V.fraction(dp, 0.5, min_points=2))
     if "fig2a" in frames:
@@ -704,7 +718,7 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
                 f"{V.TOO_FEW}: no crossover and the grid does not cover B ∈ [{PAPER_CROSSOVER_B / 2:g}, "
                 f"{PAPER_CROSSOVER_B * 2:g}]")
         add("claim3b", "fig2a", f"ε=1, δ=0: loss perturbation outperforms subsample-and-aggregate at B ⪆ "
-            f"{PAPER_CROSSOVER_B:g} (L182)", f"measured crossover B ≈ {b:.1f}" if np.isfinite(b) else "no crossover",
+            f"{PAPER_CROSSOVER_B:g} (§4.2)", f"measured crossover B ≈ {b:.1f}" if np.isfinite(b) else "no crossover",
             b, v3b)
     if "fig2b" in frames:
         m, se = _means(frames["fig2b"])
@@ -718,7 +732,7 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
                 oks.append(ok)
                 parts.append(f"{meth} ≥ subsagg (within 2 s.e.) at {(margin >= 0).mean():.0%} of B")
         add("claim4", "fig2b", "ε=1, δ=1e-5: loss perturbation and DP-SGD perform at least as well as "
-            "subsample-and-aggregate for all B (L182)", "; ".join(parts) or "series missing",
+            "subsample-and-aggregate for all B (§4.2)", "; ".join(parts) or "series missing",
             float(ok_all), V.all_of(oks, "series missing"))
     return rows
 
@@ -739,11 +753,11 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         df = frames["fig3"]
         m, _ = _means(df)
         chance = _chance(df)
-        low = m[m.index <= 1e-2]  # the paper's range (spec §9); 1e-1 only shows where PS recovers
+        low = m[m.index <= 1e-2]  # the usual δ range; 1e-1 only shows where PS recovers (see #grids in the docs)
         if len(low) >= 2 and "subsample_aggregate" in m:
             gains = (low.iloc[-1] - low.iloc[0]).drop("prediction_sensitivity", errors="ignore")
             winner = gains.idxmax()
-            add("claim5a", "fig3", "subsample-and-aggregate benefits the most from increasing δ (L184)",
+            add("claim5a", "fig3", "subsample-and-aggregate benefits the most from increasing δ (§4.2)",
                 f"accuracy gain from δ={low.index[0]:g} to δ={low.index[-1]:g} (prediction sensitivity "
                 f"excluded: claim 5b): {_fmt(gains.round(3))}",
                 gains.get("subsample_aggregate", np.nan), winner == "subsample_aggregate")
@@ -756,7 +770,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 ok = bool((ps <= chance + CHANCE_MARGIN).all() or (ps <= best / 2).all())
                 ok_delta = m.index[(m["prediction_sensitivity"] > chance + CHANCE_MARGIN)]
                 add("claim5b", "fig3", "prediction sensitivity appears to require unacceptably high values of δ "
-                    "(L184)", f"at every δ ≤ 1/N = {1 / n_train:.1e}: PS ≤ {ps.max():.3f} vs best other "
+                    "(§4.2)", f"at every δ ≤ 1/N = {1 / n_train:.1e}: PS ≤ {ps.max():.3f} vs best other "
                     f"≥ {best.min():.3f}; PS first beats chance + {CHANCE_MARGIN:g} at δ = "
                     + (f"{ok_delta.min():g}" if len(ok_delta) else "never"),
                     ps.max(), ok)
@@ -768,24 +782,24 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                     parts.append(f"{meth}: {low[meth].iloc[0]:.3f} at δ={low.index[0]:g} ({-drop:+.3f})")
                     ok &= drop <= 0.1
             add("claim5c", "fig3", "loss perturbation, DP-SGD and model sensitivity work well even at very small "
-                "δ (L184)", "; ".join(parts) + " [pass: each loses ≤ 0.1 from δ=1e-2 to the smallest δ]",
+                "δ (§4.2)", "; ".join(parts) + " [pass: each loses ≤ 0.1 from δ=1e-2 to the smallest δ]",
                 float(ok), ok if parts else V.undecided(V.EMPTY + " (no such series)"))
     if "fig4" in frames:
         m, se = _means(frames["fig4"])
         inf = _informative(m, _chance(frames["fig4"]))
         mi = m[inf]
         if len(mi) < 2:  # keep the claim visible in the report
-            for claim, statement in (("claim6a", "subsample-and-aggregate is best at small N (L186)"),
-                                     ("claim6b", "loss perturbation and model sensitivity do well at large N (L186)")):
+            for claim, statement in (("claim6a", "subsample-and-aggregate is best at small N (§4.2)"),
+                                     ("claim6b", "loss perturbation and model sensitivity do well at large N (§4.2)")):
                 add(claim, "fig4", statement, f"only {len(mi)} of {len(m)} N values have a method at "
                     f"least {CHANCE_MARGIN:g} above chance (grid too small or ε too low)", np.nan,
                     V.undecided(f"{V.TOO_FEW} ({len(mi)} of {len(m)} N above chance)"))
         if len(mi) >= 2:
             lo, hi = mi.index.min(), mi.index.max()
-            add("claim6a", "fig4", "subsample-and-aggregate is best at small N (L186)",
+            add("claim6a", "fig4", "subsample-and-aggregate is best at small N (§4.2)",
                 f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})",
                 mi.loc[lo].get("subsample_aggregate", np.nan), V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo]))
-            add("claim6b", "fig4", "loss perturbation and model sensitivity do well at large N (L186)",
+            add("claim6b", "fig4", "loss perturbation and model sensitivity do well at large N (§4.2)",
                 f"best at N={hi:g}: {mi.loc[hi].idxmax()} ({mi.loc[hi].max():.3f}); ranking "
                 + " > ".join(mi.loc[hi].sort_values(ascending=False).index),
                 mi.loc[hi].max(), V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
@@ -802,7 +816,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                              f"{adv.iloc[-1]:+.3f} at D={adv.index[-1]:g}")
                 ok &= bool(adv.iloc[0] > adv.iloc[-1])
             add("claim7", "fig5a", "loss perturbation and model sensitivity are more competitive when D is small "
-                "(L188)", "; ".join(parts), float(ok), ok)
+                "(§4.2)", "; ".join(parts), float(ok), ok)
     if "fig5b" in frames:
         df = frames["fig5b"]
         m, _ = _means(df, PRIVATE + ("non_private",))
@@ -810,7 +824,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         falling = {c: r for c, r in rhos.items() if r < 0}
         # a constant curve has no Spearman ρ (NaN): that method is undecided, never "falling"
         per = [V.undecided(V.NAN) if not np.isfinite(r) else r < 0 for r in rhos.values()]
-        add("claim8a", "fig5b", "all methods lose accuracy as the number of classes C grows (L190)",
+        add("claim8a", "fig5b", "all methods lose accuracy as the number of classes C grows (§4.2)",
             ("Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items())) if rhos
             else "fewer than 3 values of C per method",
             len(falling) / max(1, len(rhos)),
@@ -823,7 +837,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             overall = pi.mean(axis=0)
             taus = [stats.kendalltau(pi.loc[c], overall).statistic for c in pi.index]
             tau = float(np.nanmean(taus))
-            add("claim8b", "fig5b", "the ranking of the methods appears largely independent of C (L190)",
+            add("claim8b", "fig5b", "the ranking of the methods appears largely independent of C (§4.2)",
                 f"mean Kendall τ between each C's ranking and the overall ranking: {tau:.2f} over "
                 f"{len(pi)} informative C (pass: ≥ 0.5)", tau, tau >= 0.5)
     if "fig6a" in frames:
@@ -837,11 +851,11 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             parts.append(f"{curve}: {desc}{' (hump)' if h else ''}")
         frac = float(np.mean([v.holds for v in humps])) if humps else float("nan")
         add("claim9a", "fig6a", "loss perturbation: accuracy is hump-shaped in λ — overfits the noise for small λ, "
-            "underfits for large λ (L192)", "; ".join(parts) or "no loss-perturbation curve", frac,
+            "underfits for large λ (§4.2)", "; ".join(parts) or "no loss-perturbation curve", frac,
             V.fraction(humps, 0.5))
         if len(args) >= 2:
             distinct = len(set(args.values())) > 1
-            add("claim9b", "fig6a", "the optimal λ depends on ε (L196)",
+            add("claim9b", "fig6a", "the optimal λ depends on ε (§4.2)",
                 "best λ per curve: " + ", ".join(f"{c}: {a:g}" for c, a in sorted(args.items(), key=lambda t: t[0])),
                 float(distinct), distinct)
     if "fig6b" in frames:
@@ -849,7 +863,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
         agg = g[g["series"] == "subsample_aggregate"].groupby("x")["value"]
         h, arg, desc = _hump(agg.mean(), agg.std() / np.sqrt(agg.count()))
         add("claim9c", "fig6b", "subsample-and-aggregate: larger T helps, but accuracy deteriorates for very large "
-            "T (L192)", desc, arg, _hump_verdict(agg.mean(), agg.std() / np.sqrt(agg.count())))
+            "T (§4.2)", desc, arg, _hump_verdict(agg.mean(), agg.std() / np.sqrt(agg.count())))
     if "fig7b" in frames:
         m, _ = _means(frames["fig7b"], PRIVATE_MLP)
         if set(PRIVATE_MLP) <= set(m):
@@ -859,7 +873,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             else:  # never reached: decisive only when the grid goes beyond the threshold B = 20
                 v10a = (V.fails("DP-SGD never reaches subsagg up to B = 20") if m.index.max() >= 20
                         else V.undecided(f"{V.TOO_FEW}: the grid stops at B = {m.index.max():g} < 20"))
-            add("claim10a", "fig7b", "ε = 1: DP-SGD surpasses subsample-and-aggregate for B ⪆ 5 (L204)",
+            add("claim10a", "fig7b", "ε = 1: DP-SGD surpasses subsample-and-aggregate for B ⪆ 5 (§4.3)",
                 (f"DP-SGD ≥ subsagg from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
                 + f" (DP-SGD − subsagg: {_fmt((m['dpsgd_mlp'] - m['subsample_aggregate_mlp']).round(3))}); "
                 "pass: B* ≤ 20", b, v10a)
@@ -879,7 +893,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 before = cmp[cmp.index < sa_wins.idxmax()]
                 v10b = (V.fails() if (after < 0).any() else
                         V.undecided(V.WIDE) if (after == 0).any() or not (before < 0).any() else V.holds())
-            add("claim10b", "fig7a", "B = 10: subsample-and-aggregate beats DP-SGD only when ε is large (L204)",
+            add("claim10b", "fig7a", "B = 10: subsample-and-aggregate beats DP-SGD only when ε is large (§4.3)",
                 "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
                 + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}",
                 float(sa_wins.mean()), v10b)
@@ -889,14 +903,14 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             best = float(at5.max(axis=1).iloc[0])
             gap = ref - best
             add("claim10c", "fig7a", "even at ε = 5 the best private model underperforms the non-private one by "
-                "≥ 30% (L204; paper: 86.6% non-private on CIFAR-10)",
+                "≥ 30% (§4.3; paper: 86.6% non-private on CIFAR-10)",
                 f"non-private {ref:.3f}, best private at ε=5 {best:.3f}: {gap:.3f} absolute, {gap / ref:.0%} "
                 "relative (pass: ≥ 30% relative)", gap / ref, gap / ref >= 0.30)
     return rows
 
 
 # ---------------------------------------------------------------------------------------------------
-# the paper's Table (spec §1.3): effect of N, C, D, B, T, λ, regenerated from the measurements
+# the paper's table ("Table 4.3", §5): effect of N, C, D, B, T, λ, regenerated from the measurements
 
 PAPER_TABLE = {  # property -> {hyper-parameter: arrow}; ↗ up, ↘ down, ↷ up then down, ⋯ unchanged
     "privacy loss ε": dict(N="↘", C="↗", D="↗", B="↗", T="↘", λ="↘"),
@@ -935,8 +949,8 @@ def trend(curve, se=None, flat_tol: float = 0.01) -> str:
 
 
 def effects_table(frames: dict):
-    """The Table of spec §1.3 with the arrows the measurements give next to the paper's. Accuracy: the mean
-    test-accuracy curve of each listed method (majority arrow over methods); training time: the mean cell
+    """The paper's table ("Table 4.3", §5) with the arrows the measurements give next to the paper's. Accuracy: the
+    mean test-accuracy curve of each listed method (majority arrow over methods); training time: the mean cell
     runtime of methods that train per cell (loss perturbation re-fits for every cell; subsample-and-aggregate
     trains its T models per repetition). Privacy rows are analytical (the noise calibrations), not measured."""
     import pandas as pd
@@ -989,7 +1003,7 @@ def effects_table(frames: dict):
 
 
 def report_html(config: dict, frames: dict) -> str:
-    """The regenerated Table of spec §1.3 (HTML fragment appended to the anchor report)."""
+    """The regenerated table of the paper ("Table 4.3", §5) (HTML fragment appended to the anchor report)."""
     import html
 
     t = effects_table(frames)
@@ -1009,7 +1023,8 @@ def report_html(config: dict, frames: dict) -> str:
     details = "".join(f"<li>{html.escape(r.property)} vs {r.hyperparameter} ({r.source}): "
                       f"{html.escape(r.detail)}</li>" for r in t.itertuples() if r.measured)
     head = "".join(f"<th>{h} ({EFFECT_SOURCES[h][0]})</th>" for h in hypers)
-    return ("<h3>Table (spec §1.3): effect of N, C, D, B, T, λ — the paper's arrows and the measured ones</h3>"
+    return ("<h3>Table 4.3 of the paper (§5): effect of N, C, D, B, T, λ — the paper's arrows and the measured "
+            "ones</h3>"
             "<p>↗ up with the hyper-parameter, ↘ down, ↷ up then down, ⋯ unchanged. Accuracy: majority arrow over "
             "the methods' mean curves (a hump needs an interior maximum above both ends by 2 s.e.); training "
             "time: mean runtime of cells that train. Privacy rows follow from the noise calibrations and are "

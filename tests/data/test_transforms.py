@@ -68,7 +68,7 @@ def test_pca_project_renormalises(dtype):
 
 
 def test_pca_without_renormalisation_would_break_the_ball():
-    # the §7.12 failure mode: centring unit-ball data can produce norms near 2
+    # vdm2020 erratum 12: centring unit-ball data (the authors' PCA) can produce norms near 2
     Xtr = np.array([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])
     Xte = np.array([[-1.0, 0.0]])
     Ztr, Zte = pca_project(Xtr, Xte, 1)

@@ -99,7 +99,7 @@ def test_sensitivity_and_scale_closed_forms():
     assert est.calibrate("gaussian_classic", 1.0, 1.0, 0.5, 1e-5).scale == pytest.approx(2 * 4.8448, abs=2e-4)
     analytic = est.mean_calibration("gaussian_analytic", 100, 16, 2.0, 0.5, 1e-5)
     assert analytic.scale < classic.scale  # the analytic σ is the smallest valid one
-    assert est.ldp_scale(2.0, 0.5) == 8.0  # 2B/ε, not the notes' B/ε (erratum 003:L29)
+    assert est.ldp_scale(2.0, 0.5) == 8.0  # 2B/ε, not the notes' B/ε (lecture 19, §2: an erratum)
     for d in (4, 64, 1000):
         assert est.laplace_gaussian_rms_ratio(d, 0.5, 1e-5) == pytest.approx(math.sqrt(d / math.log(1.25e5)))
     assert est.noise_rms_vector(lap, 16) == pytest.approx(math.sqrt(32) * lap.scale)
@@ -272,7 +272,7 @@ def test_ldp_report_is_eps_ldp_and_the_notes_scale_is_2eps():
     ca, cb = np.histogram(hi, edges)[0] + 0.5, np.histogram(lo, edges)[0] + 0.5
     ok = (ca > 200) & (cb > 200)
     assert np.all(np.abs(np.log(ca[ok] / cb[ok])) <= eps + Z * np.sqrt(1 / ca[ok] + 1 / cb[ok]))
-    # the notes' Lap(B/ε) (003:L29): 2ε-LDP, flagged
+    # the notes' Lap(B/ε) (lecture 19, §2): 2ε-LDP, flagged
     notes_hi, notes_lo = B + rng.laplace(0, B / eps, N), -B + rng.laplace(0, B / eps, N)
     (lr, se) = orthant_log_ratio(notes_hi[:, None], notes_lo[:, None], np.array([-B]), np.array([2 * B]))
     assert lr > eps + Z * se and abs(lr - 2 * eps) <= Z * se

@@ -129,8 +129,9 @@ def test_unknown_series_is_rejected(tiny_config):
 
 
 def test_slopes_and_ratios_match_the_notes_on_a_fixed_seed(tiny_config):
-    """The invariants of spec §2.9 on a small but informative grid (a few seconds); tolerances as in the anchor
-    table: slopes ±0.1 (mean, LDP) and ±0.15 (covariance), ratios within 4 standard errors."""
+    """The invariants of the notes' rates (lecture 19, §1–2; docs/studies/estimation.md) on a small but
+    informative grid (a few seconds); tolerances as in the anchor table: slopes ±0.1 (mean, LDP) and ±0.15
+    (covariance), ratios within 4 standard errors."""
     config = copy.deepcopy(tiny_config)
     figs = config["studies"]["estimation"]["figures"]
     figs["mean_vs_d"].update(n=500, dims=[4, 16, 64, 256], repetitions=20)

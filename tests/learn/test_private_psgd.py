@@ -68,7 +68,7 @@ def test_info_sensitivity_matches_closed_form():
     _, info = bolt_on_psgd(X, y, "logistic", 3, 8, 0.5, 0.0, np.random.default_rng(0), l2=0.1,
                            sc_sensitivity="thesis")
     assert info["sensitivity"] == pytest.approx(2 / (0.1 * 40 * 8))
-    # default eta = 1/sqrt(n) (spec §7 item 1), drop the n mod b left-overs
+    # default eta = 1/sqrt(n) (not given in the thesis; its remark in §3.2 [INFERRED]), drop the n mod b left-overs
     _, info = bolt_on_psgd(X, y, "logistic", 2, 7, 0.5, 0.0, np.random.default_rng(0))
     assert info["eta"] == pytest.approx(1 / math.sqrt(40))
     assert info["updates"] == 2 * (40 // 7)
@@ -131,7 +131,8 @@ def test_strongly_convex_sensitivity_with_projection_and_unconstrained_regularis
 
 
 def test_thesis_batch_division_for_alg2_is_violated():
-    """spec §7 item 3: with t counting mini-batch updates, the thesis' 2L/(γ m b) is off by a factor b."""
+    """Thesis §3.3 ("Implemented Algorithms") divides Lemma 3.10's 2L/(γm) by b for mini-batches: with t counting
+    mini-batch updates, the thesis' 2L/(γ m b) is off by a factor b."""
     X1, y1 = np.ones((20, 1)), np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
     r = _max_ratio(X1, y1, HUBER, 3, 5, range(3), kinds=("flip",), l2=0.5, sc_sensitivity="thesis")
     assert r > 4.5  # ≈ b = 5

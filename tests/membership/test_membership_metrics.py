@@ -1,4 +1,5 @@
-"""Metric functions on hand-computed toy ROCs, Clopper–Pearson, DeLong, the ε lower bound and the §3.2 bounds."""
+"""Metric functions on hand-computed toy ROCs, Clopper–Pearson, DeLong, the ε lower bound and the DP bounds on attack
+success (Kairouz, Oh & Viswanath 2015)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Noise calibrations of the vdm2020 methods against the [DERIVED] anchors of spec/vdm2020.md §8.4–§8.5."""
+"""Noise calibrations of the vdm2020 methods against values computed from the paper's formulas (App. B–C)
+[DERIVED: ours, not printed in the paper; tabled in docs/studies/vdm2020.md#derived]."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from dpbench.methods.sensitivity import model_sensitivity_noise, prediction_sens
     (0.5, 0.17678, 20, 3.333e-4, 28.235),
     (1.0, 0.35355, 10, 1.667e-4, 14.258),
 ])
-def test_loss_perturbation_constants(eps, beta, rho, rho_n, sigma):  # §8.4 (K=√2, L=1/2, C=10)
+def test_loss_perturbation_constants(eps, beta, rho, rho_n, sigma):  # loss perturbation (K=√2, L=1/2, C=10)
     # the paper's anchors are its add/remove calibration
     kind, b, r = loss_perturbation_noise(eps, 0.0, 10, "add_remove")
     assert kind == "l2_laplace" and b == pytest.approx(beta, rel=1e-4) and r == pytest.approx(rho)
@@ -39,7 +40,7 @@ def test_loss_perturbation_regulariser_rules():
     (1e-3, 21.213, 370.1, 0.21213, 47.14),
     (1e-2, 212.13, 37.01, 2.1213, 4.714),
 ])
-def test_laplace_type_sensitivity_methods(lam, beta_model, e_norm_model, beta_pred, e_norm_pred):  # §8.5
+def test_laplace_type_sensitivity_methods(lam, beta_model, e_norm_model, beta_pred, e_norm_pred):  # Laplace-type noise
     kind, b = model_sensitivity_noise(60000, lam, 1.0, 0.0, 0.0)
     assert kind == "l2_laplace" and b == pytest.approx(beta_model, rel=1e-4)
     assert 7850 / b == pytest.approx(e_norm_model, rel=1e-3)  # E‖B‖ = d/β over D·C (+C bias) = 7850 dims
@@ -48,7 +49,7 @@ def test_laplace_type_sensitivity_methods(lam, beta_model, e_norm_model, beta_pr
     assert 10 / b == pytest.approx(e_norm_pred, rel=1e-3)
 
 
-def test_gaussian_sensitivity_methods_use_analytic_gaussian():  # §8.2, §8.3 times Δ₂ = 2K/(Nλ)
+def test_gaussian_sensitivity_methods_use_analytic_gaussian():  # Alg. 2 / Alg. 7 multipliers times Δ₂ = 2K/(Nλ)
     n, lam = 60000, 1e-3
     delta2 = 2 * LIPSCHITZ_K / (n * lam)
     kind, s = model_sensitivity_noise(n, lam, 1.0, 1e-5, 0.0)

@@ -1,4 +1,4 @@
-"""vdm2020 anchor claims 5–10 and the regenerated Table (spec §1.3): checks that pass and checks that fail."""
+"""vdm2020 anchor claims 5–10 and the regenerated Table 4.3: checks that pass and checks that fail."""
 
 import numpy as np
 import pandas as pd

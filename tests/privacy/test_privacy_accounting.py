@@ -1,4 +1,5 @@
-"""Unit tests for dpbench.privacy.accounting (anchors: spec/vdm2020.md §8.6, TF-Privacy example)."""
+"""Unit tests for dpbench.privacy.accounting (anchors: TF-Privacy's documented example and the
+noise multipliers of docs/studies/vdm2020.md#derived)."""
 
 import math
 
@@ -63,7 +64,7 @@ def test_calibration_anchors(setting, eps, sigma_spec):
     # feasible and (to 1e-3) minimal
     assert dpsgd_epsilon(cal.noise_multiplier, q, steps, 1e-5) <= eps
     assert dpsgd_epsilon(cal.noise_multiplier * (1 - 1e-3), q, steps, 1e-5) > eps
-    # the spec's grid search returns the smallest σ on the 1e-3 grid; ours lies just below it
+    # the authors' code's grid search returns the smallest σ on the 1e-3 grid; ours lies just below it
     assert sigma_spec - 1e-3 - 1e-9 <= cal.noise_multiplier <= sigma_spec + 1e-9
 
 

@@ -1,4 +1,4 @@
-"""Unit tests for dpbench.privacy.composition (anchors: spec/vdm2020.md §8.1, §8.3)."""
+"""Unit tests for dpbench.privacy.composition (anchors: docs/studies/vdm2020.md#derived)."""
 
 import math
 import time
@@ -49,7 +49,7 @@ def test_step_epsilon_hand_value_and_quadratic_identity():
         assert eps <= total <= eps + k * e**3 / 4 * 1.1
 
 
-# --- §8.1 subsample-and-aggregate β ---------------------------------------------------------------
+# --- subsample-and-aggregate β (Thm 7, Thm 8) ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_subsagg_crossover_between_20_and_50():
     assert per_query_pure_epsilon(1.0, 1e-5, 50)[1] == "advanced"
 
 
-# --- §8.3 Gaussian prediction sensitivity --------------------------------------------------------------
+# --- Gaussian prediction sensitivity (Alg. 7) ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Unit tests for dpbench.privacy.mechanisms (anchors: spec/vdm2020.md §8.2)."""
+"""Unit tests for dpbench.privacy.mechanisms (anchors: docs/studies/vdm2020.md#derived)."""
 
 import math
 import warnings
@@ -25,7 +25,7 @@ def sig(x, n):
     return float(f"{x:.{n}g}")
 
 
-# --- §8.2 anchors -------------------------------------------------------------------------------------
+# --- analytic Gaussian (Alg. 2) anchors ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

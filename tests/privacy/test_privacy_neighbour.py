@@ -87,7 +87,7 @@ def test_exponential_mechanism_neighbour_ratio_within_e_2beta():
 
 
 def test_exponential_mechanism_check_flags_beta_only_claim():
-    # vdm2020's proof claims β (not 2β) per query (erratum 9): the statistical check refutes it
+    # vdm2020's proof claims β (not 2β) per query (vdm2020 erratum 9): the statistical check refutes it
     excess, _ = _exp_mech_check(0.5, 0.5, seed=21)
     assert excess > 0
 

@@ -1,4 +1,5 @@
-"""Chapter-7 anchors of song2018 (spec §6): the running example, the Markov-chain parameters, the flu example."""
+"""Chapter-7 anchors of song2018 (Song 2018, §7.4.3 running example and Markov-chain parameters; §7.3.1 flu
+example)."""
 
 import numpy as np
 import pytest
@@ -67,7 +68,7 @@ def brute_mqm_exact(q, P, T, eps, reachable_only=False):
 
 
 def test_independent_reference_and_the_third_term_subtlety():
-    """Spec §9: (7.3) with the X_{i−a} term maximised over all states gives 13.0219 (quilt {X3, X13});
+    """Eq. (7.3) with the X_{i−a} term maximised over all states gives the 13.0219 of §7.4.3.1 (quilt {X3, X13});
     restricting it to states of positive probability would give 12.9341 with quilt {X1, X13}."""
     s, node, quilt = brute_mqm_exact(Q1, P1, 100, 1.0)
     assert round(s, 4) == 13.0219 and node == 8 and quilt == (3, 13)
@@ -80,7 +81,7 @@ def test_independent_reference_and_the_third_term_subtlety():
 def test_stationary_distributions_pi_min_and_eigengap():
     np.testing.assert_allclose(pf.stationary_distribution(P1), [0.8, 0.2], atol=1e-12)
     np.testing.assert_allclose(pf.stationary_distribution(P2), [0.6, 0.4], atol=1e-12)
-    np.testing.assert_allclose(pf.time_reversal(P1), P1, atol=1e-12)   # P* = P (L1854)
+    np.testing.assert_allclose(pf.time_reversal(P1), P1, atol=1e-12)   # P* = P (§7.4.3.2)
     np.testing.assert_allclose(pf.time_reversal(P2), P2, atol=1e-12)
     assert round(pf.eigengap(P1), 4) == 0.75 and round(pf.eigengap(P2), 4) == 0.75
     pi_min, g = pf.class_parameters([P1, P2])
@@ -91,7 +92,7 @@ def test_lemma_7_4_7_and_mqm_approx_on_the_running_example():
     a_star, ell = pf.lemma_7_4_7(1.0, 0.2, 0.75)
     assert (a_star, ell) == (12, 48) and 100 >= 8 * a_star
     full = pf.mqm_approx(0.2, 0.75, [100], 1.0, ell=100)          # Alg. 9 over every node, ℓ = T
-    assert full.sigma_max == pytest.approx(31.70976, abs=1e-4)     # spec §5.2 (derived): node 18, {X3, X31}
+    assert full.sigma_max == pytest.approx(31.70976, abs=1e-4)     # [DERIVED: ours]: node 18, {X3, X31}
     assert full.node == 18 and full.quilt == (3, 31)
     lemma = pf.mqm_approx(0.2, 0.75, [100], 1.0)                  # Lemma 7.4.7: middle node, ℓ = 4a*
     assert lemma.sigma_max == pytest.approx(full.sigma_max, rel=1e-12) and lemma.node == 50

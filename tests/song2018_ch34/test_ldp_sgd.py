@@ -127,7 +127,7 @@ def test_oracle_reports_of_two_records_within_e_eps():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Algorithms 1 and 2 against the spec's derived anchors (spec §2.4)
+# Algorithms 1 and 2 (§4.4) against values derived from Thm 4.2.1 and Eq. (4.9) [DERIVED: ours, not in the thesis]
 
 
 @pytest.mark.parametrize("d,eps_n,order,c_cn,c_nc", [

@@ -99,7 +99,7 @@ def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
         assert "SUBSTITUTE DATA" in (tmp_path / "figures" / "vdm2020" / f"{fig}.txt").read_text()
     assert (tmp_path / "results" / "vdm2020" / "anchors.parquet").exists()
     anchors = (tmp_path / "figures" / "vdm2020" / "anchors.html").read_text()
-    assert "claim3b" in anchors and "claim9a" in anchors and "Table (spec §1.3)" in anchors
+    assert "claim3b" in anchors and "claim9a" in anchors and "Table 4.3 of the paper" in anchors
     assert "SUBSTITUTE EXPERIMENT" in (tmp_path / "figures" / "vdm2020" / "fig7b.txt").read_text()
     second = snakemake(tmp_path, config, "--cores", "2", "-n")
     assert "Nothing to be done" in second.stdout + second.stderr

@@ -1,5 +1,5 @@
 """wu2016 ch. 3's preparation is row-wise (MNIST: fixed Gaussian projection; every dataset: per-row unit norm,
-thesis ch. 3 §3.5): replacing one raw record changes at most one prepared record, so the ε of every trained model covers
+thesis §3.3): replacing one raw record changes at most one prepared record, so the ε of every trained model covers
 the preprocessing (privacy as labelled; the rows record ``preprocessing_data_dependent = False``)."""
 
 import numpy as np
