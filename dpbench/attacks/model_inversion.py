@@ -1,7 +1,9 @@
 """Model inversion of a released linear-regression model (Fredrikson et al., USENIX Security 2014), as used in
-wu2016 ch. 4 (notes on Wu (2016), PhD thesis §4, Table 5.1 L1417–L1427, footnote L881; Figs. 4.6–4.8).
+wu2016 ch. 4 (Wu 2016, §4.4 "Model Inversion Attacks" and "Model Inversion", Table 5.1 of §5.2, ch. 4 footnote 2;
+Figs. 4.6–4.8; docs/studies/wu2016.md#model-inversion-attack).
 
-**[EXTERNAL] reconstruction** (the thesis describes the attack only in words; spec §4.2):
+**[EXTERNAL] reconstruction** (the thesis describes the attack only in words; the scoring rule is Fredrikson et
+al.'s):
 
 * The attacker knows, for a target record, every feature except the sensitive one (VKORC1), the **true**
   outcome y (the stable dose, set by doctors — not the model's prediction), the marginal distribution p of the
@@ -11,9 +13,10 @@ wu2016 ch. 4 (notes on Wu (2016), PhD thesis §4, Table 5.1 L1417–L1427, footn
   s(v) = φ_σ(y − f_v)·p(v), φ_σ the N(0, σ²) density (the marginals of the known features are the same for every
   v and drop out). It outputs argmax_v s(v) (the MAP guess; ties go to the first candidate with the largest
   prior score).
-* σ: the released model's training RMSE (spec §7 item 16), so a noisier model makes a flatter likelihood and
-  the guess falls back to the prior's mode. MI accuracy: the fraction of training records whose value is
-  recovered exactly (footnote L881); the prior-only baseline guesses argmax_v p(v) for everyone.
+* σ: the released model's training RMSE (docs/studies/wu2016.md#open-choices item 16), so a noisier model
+  makes a flatter likelihood and the guess falls back to the prior's mode. MI accuracy: the fraction of training
+  records whose value is recovered exactly (Wu 2016, ch. 4, footnote 2); the prior-only baseline guesses
+  argmax_v p(v) for everyone.
 """
 
 from __future__ import annotations

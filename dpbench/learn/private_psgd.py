@@ -1,10 +1,10 @@
-"""The three private PSGD algorithms of wu2016 chapter 3 (spec Wu (2016), PhD thesis §2.1–2.6, §7),
-built on the engine :mod:`dpbench.learn.psgd`.
+"""The three private PSGD algorithms of wu2016 chapter 3 (Wu 2016, §3.2–3.3; docs/studies/wu2016.md), built on
+the engine :mod:`dpbench.learn.psgd`.
 
-* **Bolt-on output perturbation** ("ours", Wu et al. 2017; wu2016 Alg. 1 / Alg. 2, spec §2.3): run NOISELESS
+* **Bolt-on output perturbation** ("ours", Wu et al. 2017; Wu 2016, §3.2, Algorithms 1 and 2): run NOISELESS
   permutation PSGD with the step sizes the sensitivity theorem needs, then add one noise vector to the output.
-* **SCS13** (Song, Chaudhuri & Sarwate 2013; spec §2.4): noise on every mini-batch gradient.
-* **BST14** (Bassily, Smith & Thakurta 2014, "constant epochs" extension; wu2016 Alg. 3 / Alg. 4, spec §2.5):
+* **SCS13** (Song, Chaudhuri & Sarwate 2013; docs/studies/wu2016.md#scs13): noise on every mini-batch gradient.
+* **BST14** (Bassily, Smith & Thakurta 2014, "constant epochs" extension; Wu 2016, §3.3, Algorithms 3 and 4):
   Gaussian noise every step, examples sampled WITH replacement, ε₁ from advanced composition + amplification.
 
 Common assumptions (NOT enforced on the data; the privacy guarantees rely on them)
@@ -12,17 +12,18 @@ Common assumptions (NOT enforced on the data; the privacy guarantees rely on the
 * Rows ``‖x_i‖₂ ≤ 1``; labels ``y_i ∈ {−1, +1}``; margin loss ℓ(w; x, y) = φ(y⟨w, x⟩) with |φ′| ≤ L and
   0 ≤ φ″ ≤ β (``loss.lipschitz``, ``loss.smoothness``), so ‖∇ℓ‖ ≤ L and ℓ is β-smooth (engine docstring).
 * Objective (1/n) Σ ℓ + (λ/2)‖w‖² (λ = ``l2``), optionally projected onto ‖w‖ ≤ R (``radius``).
-* Neighbouring datasets: same size n, differ by REPLACING one example (wu2016 Def 2.4, L214–L219, L291).
+* Neighbouring datasets: same size n, differ by REPLACING one example (Wu 2016, Def. 2.4 and §2.3).
 
-Lipschitz constant used in the sensitivities (reading of spec §7 item 2)
-------------------------------------------------------------------------
-The growth recursion (wu2016 Lemma 2.14) only needs a bound on ‖G_t(w′) − G′_t(w′)‖ at the SAME point w′ at
+Lipschitz constant used in the sensitivities (docs/studies/wu2016.md#lipschitz-constant)
+-----------------------------------------------------------------------------------------
+The growth recursion (Wu 2016, Lemma 2.14) only needs a bound on ‖G_t(w′) − G′_t(w′)‖ at the SAME point w′ at
 the one update where the two batches differ. The regulariser gradient λw′ is the same in both batches, so that
 difference is η_t/b ‖∇ℓ(w′; z_i) − ∇ℓ(w′; z′_i)‖ ≤ 2η_t L/b with L = ``loss.lipschitz`` (= 1 for logistic),
 whether or not the iterates are projected. Expansiveness uses β + λ and γ = λ, and projection is
 non-expansive. Hence L = ``loss.lipschitz`` is rigorous for the regularised, unconstrained problem too (the
-"as reported" L = 1 of §7 item 2 is therefore also the rigorous one for this sensitivity; the L = 1 + λR of
-the "rigorous" mode is a valid but looser bound). A different L can be passed via ``lipschitz=``.
+thesis does not say which L it used there; L = 1 is the rigorous value for this sensitivity, and the
+L = 1 + λR of the regularised loss on the ball ‖w‖ ≤ R is a valid but looser bound). A different L can be
+passed via ``lipschitz=``.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def _check_rng(rng):
 
 
 def bolt_on_sensitivity_convex(k, L, eta, b=1) -> float:
-    """L2 sensitivity Δ₂ = 2kLη/b of k-pass PSGD with constant step η (wu2016 Alg. 1 line 3, Cor. 3.5 L484;
-    ÷b for mini-batch size b, L582–L592 and L689).
+    """L2 sensitivity Δ₂ = 2kLη/b of k-pass PSGD with constant step η (Wu 2016, Alg. 1 line 3, Cor. 3.5;
+    ÷b for mini-batch size b, §3.2 "Extensions" and §3.3 "Implemented Algorithms").
 
     Valid for convex, β-smooth, L-Lipschitz losses with η ≤ 2/β (1-expansive updates, Lemma 2.10), replace-one
     neighbours, consecutive disjoint batches of size EXACTLY b in each pass (any permutation per pass, the same
@@ -94,12 +95,14 @@ def bolt_on_sensitivity_convex(k, L, eta, b=1) -> float:
 
 
 def bolt_on_sensitivity_strongly_convex(L, gamma, m, b=1) -> float:
-    """L2 sensitivity Δ₂ = 2L/(γ m b) of PSGD with η_t = min(1/β, 1/(γt)) (wu2016 Alg. 2 line 3, Lemma 3.10
-    L534–L554; independent of the number of passes k), ÷b as the thesis does for mini-batches (L689).
+    """L2 sensitivity Δ₂ = 2L/(γ m b) of PSGD with η_t = min(1/β, 1/(γt)) (Wu 2016, Alg. 2 line 3, Lemma 3.10;
+    independent of the number of passes k), ÷b as the thesis does for mini-batches (§3.3 "Implemented
+    Algorithms").
 
-    ``m`` is the number of training examples n (wu2016 "m ← |S|"; spec §2.3) and ``b`` the mini-batch size.
-    Caveat (spec §7 item 3): Lemma 3.10 gives 2L/(γm) for b = 1. With mini-batches and t counting mini-batch
-    updates (the engine's convention) the same proof gives 2L/(γ·b·⌊m/b⌋) ≈ 2L/(γm), i.e. NO ÷b; the ÷b
+    ``m`` is the number of training examples n (Wu 2016, Table 3.1: m = |S|) and ``b`` the mini-batch size.
+    Caveat (docs/studies/wu2016.md#mini-batch-sensitivity): Lemma 3.10 gives 2L/(γm) for b = 1. With
+    mini-batches and t counting mini-batch updates (the engine's convention) the same proof gives
+    2L/(γ·b·⌊m/b⌋) ≈ 2L/(γm), i.e. NO ÷b; the ÷b
     is the thesis' reading, and for b > 1 it is violated by a factor up to b (see :func:`bolt_on_psgd`, which
     exposes both readings through ``sc_sensitivity``).
     """
@@ -207,24 +210,24 @@ def bolt_on_psgd(
     lipschitz=None,
     order="per_pass",
 ):
-    """Bolt-on private PSGD (wu2016 Alg. 1 PrivateConvexPSGD / Alg. 2 PrivateStronglyConvexPSGD, L425–L431).
+    """Bolt-on private PSGD (Wu 2016, §3.2, Alg. 1 PrivateConvexPSGD / Alg. 2 PrivateStronglyConvexPSGD).
 
     1. w ← noiseless k-pass permutation PSGD (engine :func:`~dpbench.learn.psgd.psgd`, a fresh permutation per
-       pass by default, L602–L604), mini-batches of size exactly b: ``last_batch="drop"`` so that the n mod b
-       left-over examples of a pass (different ones each pass) are skipped — every batch then has size b, as
-       the ÷b sensitivities require (a smaller batch would need a larger Δ).
+       pass by default, Wu 2016, §3.2 "Extensions"), mini-batches of size exactly b: ``last_batch="drop"`` so
+       that the n mod b left-over examples of a pass (different ones each pass) are skipped — every batch then
+       has size b, as the ÷b sensitivities require (a smaller batch would need a larger Δ).
     2. Δ₂ from the theorem of the chosen algorithm, then ``w + κ`` with κ from :func:`output_noise`.
 
     ``algorithm``: ``"convex"`` (Alg. 1: constant step η ≤ 2/β, β = loss.smoothness + λ, Δ = 2kLη/b;
-    ``eta=None`` → η = 1/√n, spec §7 item 1), ``"strongly_convex"`` (Alg. 2: λ > 0, γ = λ,
-    η_t = min(1/β, 1/(γt)) with t counting mini-batch updates, ``eta`` must be None), or None (auto:
-    strongly convex iff λ > 0 and ``eta`` is None).
+    ``eta=None`` → η = 1/√n, docs/studies/wu2016.md#open-choices item 1), ``"strongly_convex"`` (Alg. 2:
+    λ > 0, γ = λ, η_t = min(1/β, 1/(γt)) with t counting mini-batch updates, ``eta`` must be None), or None
+    (auto: strongly convex iff λ > 0 and ``eta`` is None).
 
-    ``sc_sensitivity`` (strongly convex only, spec §7 item 3): ``"rigorous"`` (default) Δ = 2L/(γ b ⌊n/b⌋),
-    the bound the Lemma 3.10 proof gives when t counts mini-batch updates (= 2L/(γn) when b | n; equal to the
-    thesis value for b = 1); ``"thesis"`` Δ = 2L/(γ n b) (L689), for reproducing the thesis only: for b > 1
-    it is NOT a valid bound — identical 1-d examples with one label flipped give ‖w − w′‖ = b·Δ_thesis
-    (see the tests), so the released model is then not ε-DP at the stated ε.
+    ``sc_sensitivity`` (strongly convex only, docs/studies/wu2016.md#mini-batch-sensitivity): ``"rigorous"``
+    (default) Δ = 2L/(γ b ⌊n/b⌋), the bound the Lemma 3.10 proof gives when t counts mini-batch updates
+    (= 2L/(γn) when b | n; equal to the thesis value for b = 1); ``"thesis"`` Δ = 2L/(γ n b) (Wu 2016, §3.3),
+    for reproducing the thesis only: for b > 1 it is NOT a valid bound — identical 1-d examples with one label
+    flipped give ‖w − w′‖ = b·Δ_thesis (see the tests), so the released model is then not ε-DP at the stated ε.
 
     ``lipschitz``: L in Δ, default ``loss.lipschitz`` (see module docstring on why the regulariser does not
     enter). ``delta``: 0 → ε-DP (L2-Laplace); > 0 → (ε, δ)-DP with Gaussian noise (``noise``).
@@ -294,7 +297,8 @@ def scs13_psgd(
     delta=0.0,
     order="per_pass",
 ):
-    """SCS13 noisy mini-batch PSGD (Song, Chaudhuri & Sarwate 2013; wu2016 spec §2.4, multi-pass per §7 item 6).
+    """SCS13 noisy mini-batch PSGD (Song, Chaudhuri & Sarwate 2013; Song 2018, §3.3, update
+    (3.6); multi-pass budget: docs/studies/wu2016.md#open-choices item 6).
 
     Update (engine): w_t = Π_R(w_{t−1} − η_t(λ w_{t−1} + (1/b) Σ_{B_t} ∇ℓ + Z_t/b)), t counting updates,
     step ``schedule`` η_t = 1/√t by default (wu2016 Table 3.3). Budget: with k = ``passes`` passes, each pass
@@ -340,7 +344,8 @@ def scs13_psgd(
         "passes": passes,
         "epsilon_per_pass": eps_pass,
         "delta_per_pass": delta_pass,
-        "budget_split": "basic composition over passes: epsilon/k (delta/k) per pass (wu2016 spec §7 item 6)",
+        "budget_split": "basic composition over passes: epsilon/k (delta/k) per pass "
+                        "(docs/studies/wu2016.md#open-choices item 6)",
         "noise_kind": kind,
         "noise_scale": scale,
         "updates": trace["updates"],
@@ -359,8 +364,8 @@ def _bst14_equation(eps1, steps, delta1):
 
 
 def bst14_epsilon1(epsilon, steps, delta1) -> float:
-    """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; wu2016
-    Alg. 3/4 line 5, L697–L723), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
+    """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; Wu 2016,
+    Alg. 3/4 line 5), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
     right-hand side is increasing, 0 at 0, and ≥ ε at the upper end)."""
     epsilon = V.positive("epsilon", epsilon)
     steps = V.count("steps", steps)
@@ -374,7 +379,8 @@ def bst14_epsilon1(epsilon, steps, delta1) -> float:
 
 def bst14_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
     """Per-step Gaussian calibration of BST14 with T = ``steps`` updates on batches of b examples drawn
-    uniformly WITH replacement from n (wu2016 Alg. 3/4 lines 2–7; mini-batch extension of spec §2.5):
+    uniformly WITH replacement from n (Wu 2016, Alg. 3/4 lines 2–7; mini-batch extension:
+    docs/studies/wu2016.md#bst14):
 
         δ₁ = δ/T,  ε₁ from :func:`bst14_epsilon1`,  ε₂ = min(1, n ε₁/(2b))  (amplification, rate q = b/n),
         σ² = 2 ln(1.25/δ₁)/ε₂².
@@ -427,8 +433,8 @@ def bst14_psgd(
     algorithm=None,
     iota=4.0,
 ):
-    """BST14 with constant epochs (wu2016 Alg. 3 ConvexBST14ConstNpass / Alg. 4 StronglyConvexBST14ConstNpass,
-    L697–L723; spec §2.5, §7 item 7), with the mini-batch extension of spec §2.5.
+    """BST14 with constant epochs (Wu 2016, §3.3, Alg. 3 ConvexBST14ConstNpass / Alg. 4
+    StronglyConvexBST14ConstNpass), with the mini-batch extension of docs/studies/wu2016.md#bst14.
 
     T = ``steps`` (default ⌈k n / b⌉, k = ``passes``; the thesis' T = km for b = 1). Calibration from
     :func:`bst14_calibration`. Starting at w = 0, each step draws b indices uniformly WITH replacement
@@ -437,15 +443,16 @@ def bst14_psgd(
         w ← Π_R(w − η_t(λw + (1/b) Σ_B ∇ℓ + z/b)),   z ~ N(0, σ² ι I_d)   (i.e. N(0, σ²ι/b² I) on the average)
 
     * ``"convex"`` (Alg. 3): η_t = 2R/(G√t), G = √(d σ² ι + b² L²) (printed G = √(dσ² + b²L²) with ι = 1; b
-      read as the mini-batch size, spec §7 item 7). Needs ``radius`` R (not given in the thesis for Test 2).
+      read as the mini-batch size, docs/studies/wu2016.md#open-choices item 7). Needs ``radius`` R (not given
+      in the thesis for Test 2).
     * ``"strongly_convex"`` (Alg. 4): λ > 0, η_t = 1/(γt), γ = λ ("ν t" read as γt); ``radius`` defaults
-      to 1/λ (spec §2.5).
+      to 1/λ (not stated in the thesis; docs/studies/wu2016.md#bst14).
     * ``algorithm=None``: strongly convex iff λ > 0.
 
     ``iota`` ι multiplies the noise VARIANCE. Under replace-one neighbours the per-step sensitivity of the
     gradient sum is 2L = 2, so the Gaussian mechanism with σ needs ι = 4: that is the DEFAULT (a known slip of
     the source fixed, not copied). ``iota=1`` reproduces the thesis as printed (ι = 1 for logistic regression,
-    wu2016 L710) and under-noises by a factor 2 in standard deviation.
+    Wu 2016, Alg. 3 line 11) and under-noises by a factor 2 in standard deviation.
 
     Randomness order per step: the b indices, then the noise vector. Returns ``(w_T, info)`` with
     ``epsilon1``, ``epsilon2``, ``delta1``, ``sigma``, ``steps``, ``algorithm``, ``radius``, ``G`` (convex),

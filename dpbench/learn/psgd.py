@@ -1,4 +1,4 @@
-"""Permutation mini-batch SGD for binary linear models (spec wu2016 §2.2–2.6, song2018 §1 update 3.6).
+"""Permutation mini-batch SGD for binary linear models (Wu 2016, §2.2 and §3.2; Song 2018, §3.3, update (3.6)).
 
 Shared engine of the non-private PSGD baseline, wu2016's bolt-on output perturbation (the noise is added to
 the returned ``w`` by the caller), SCS13 / song2018 update 3.6 (per-update noise through ``batch_noise``) and
@@ -15,28 +15,30 @@ Setting and assumptions
   ``φ′(y⟨w,x⟩) · y · x`` and Hessian ``φ″(y⟨w,x⟩) · x xᵀ``. Hence, if ``|φ′| ≤ L₀`` and ``0 ≤ φ″ ≤ β₀``,
   then ``‖∇ℓ‖ ≤ L₀‖x‖ ≤ L₀`` (L-Lipschitz in w) and ``‖∇²ℓ‖ ≤ β₀‖x‖² ≤ β₀`` (β-smooth).
 * Objective ``F(w) = (1/n) Σ ℓ(w; x_i, y_i) + (λ/2)‖w‖²`` (song2018 (3.1)); strong convexity γ = λ,
-  smoothness β + λ; optionally constrained to the ball ``‖w‖ ≤ R`` (wu2016 (3.5), song2018: R = 1/λ). On that
-  ball the regularised loss is (L + λR)-Lipschitz (wu2016 §2.3, §7 item 2).
+  smoothness β + λ; optionally constrained to the ball ``‖w‖ ≤ R`` (Wu 2016, eq. (3.5); Song 2018, §3.4.2:
+  R = 1/λ). On that ball the regularised loss is (L + λR)-Lipschitz
+  (docs/studies/wu2016.md#lipschitz-constant).
 
-One update (t = 1, 2, …, counted in MINI-BATCH updates across all passes, not in examples — wu2016 §7
-item 3: with η_t = 1/(γt) this is the "t counts steps" reading), for a batch B_t of actual size m:
+One update (t = 1, 2, …, counted in MINI-BATCH updates across all passes, not in examples — see
+docs/studies/wu2016.md#mini-batch-sensitivity: with η_t = 1/(γt) this is the "t counts steps" reading), for a
+batch B_t of actual size m:
 
     g_t   = (1/m) Σ_{i∈B_t} ∇ℓ(w_{t−1}; x_i, y_i)          (vectorised: X_Bᵀ (φ′(margins) ⊙ y_B) / m)
     z_t   = batch_noise(rng, d, m)                          (0 without a hook; e.g. update 3.6: Z_t / b)
     w_t   = Π_R( w_{t−1} − η_t (λ w_{t−1} + g_t + z_t) )    (Π_R = identity when radius is None)
 
 Passes and batches: each of the ``passes`` passes visits the examples in a permutation (``order``: a fresh
-``rng.permutation(n)`` per pass by default, wu2016 L602–L604; or one permutation drawn once and reused; or the
-identity; or a given permutation) split into consecutive disjoint batches of ``batch_size``. If b does not
-divide n, ``last_batch="keep"`` (default) makes the last batch of each pass smaller (n mod b examples, every
-example used exactly once per pass), ``"drop"`` discards those n mod b examples of the pass (all batches have
-size exactly b). Updates per pass: ⌈n/b⌉ (keep) or ⌊n/b⌋ (drop); see :func:`total_updates`.
+``rng.permutation(n)`` per pass by default, Wu 2016, §3.2 "Extensions"; or one permutation drawn once and
+reused; or the identity; or a given permutation) split into consecutive disjoint batches of ``batch_size``. If
+b does not divide n, ``last_batch="keep"`` (default) makes the last batch of each pass smaller (n mod b
+examples, every example used exactly once per pass), ``"drop"`` discards those n mod b examples of the pass (all
+batches have size exactly b). Updates per pass: ⌈n/b⌉ (keep) or ⌊n/b⌋ (drop); see :func:`total_updates`.
 
 Randomness: everything comes from the ``numpy.random.Generator`` passed in, in this order: at the start of each
 pass the permutation (if drawn), then for each update the ``batch_noise`` draw. Same generator state ⇒
 bit-identical output.
 
-The computation is organised like an in-RDBMS (Bismarck-style) aggregate, as in wu2016 E3.x:
+The computation is organised like an in-RDBMS (Bismarck-style) aggregate, as in Wu 2016, §3.3 (Fig. 3.1):
 :class:`PSGDAggregate` has ``initialize(dim) -> state``, ``transition(state, X_batch, y_batch) -> state`` (one
 vectorised update) and ``terminate(state) -> w``; :func:`psgd` is the driver over passes and batches.
 """
@@ -164,7 +166,7 @@ class MarginLoss:
 
 
 class LogisticLoss(MarginLoss):
-    """Logistic loss φ(m) = log(1 + e^{−m}) (wu2016 L1125–L1129, song2018 (3.1)).
+    """Logistic loss φ(m) = log(1 + e^{−m}) (Wu 2016, §4.3; Song 2018, eq. (3.1)).
 
     Derivatives: φ′(m) = −σ(−m) ∈ (−1, 0), so L = 1; φ″(m) = σ(m) σ(−m) = σ(m)(1 − σ(m)) ≤ 1/4 (maximum at
     m = 0), so β = 1/4. With ‖x‖ ≤ 1: ‖∇ℓ‖ = σ(−m)‖x‖ ≤ 1 and ‖∇²ℓ‖ = φ″‖x‖² ≤ 1/4. φ(m) is evaluated as
@@ -344,7 +346,7 @@ def l2_laplace_batch_noise(epsilon: float, batch_size: int | None = None):
     :func:`~dpbench.privacy.mechanisms.sample_l2_laplace` with β = ε/2), so E‖Z_t / b‖ = 2d/(ε b). Sensitivity:
     replacing one example changes the sum of ≤ 1-norm gradients by ≤ 2, so each update is ε-DP; with disjoint
     batches (one pass) the whole pass is ε-DP (parallel composition, song2018 Thm 3.3.1). For k passes the
-    caller must split the budget (e.g. ε/k per pass, wu2016 §7 item 6).
+    caller must split the budget (e.g. ε/k per pass, docs/studies/wu2016.md#open-choices item 6).
 
     The divisor is the actual batch size m of the update if ``batch_size`` is None, else min(batch_size, m):
     a smaller last batch is divided by its own size, so its noise is never too small for ε-DP.
@@ -368,9 +370,9 @@ def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
     """Hook adding N(0, σ² I) to the gradient SUM, i.e. N(0, σ² I) / b on the averaged gradient.
 
     Same divisor convention as :func:`l2_laplace_batch_noise` (actual batch size m, or min(batch_size, m)).
-    For the Gaussian SCS13 variant σ = √(2 ln(1.25/δ)) · 2/ε (sensitivity 2 of the sum, wu2016 §2.4); for
-    BST14's "N(0, σ²/b²) on the average" pass its σ directly. To add N(0, σ²) to the AVERAGE regardless of
-    the batch size, use ``batch_size=1``.
+    For the Gaussian SCS13 variant σ = √(2 ln(1.25/δ)) · 2/ε (sensitivity 2 of the sum,
+    docs/studies/wu2016.md#scs13); for BST14's "N(0, σ²/b²) on the average" pass its σ directly. To add
+    N(0, σ²) to the AVERAGE regardless of the batch size, use ``batch_size=1``.
 
     Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
     """

@@ -1,5 +1,6 @@
 """The functional mechanism (Zhang, Zhang, Xiao, Yang & Winslett, PVLDB 2012) for linear and logistic regression —
-the baseline of wu2016 ch. 4 (notes on Wu (2016), PhD thesis §2.7; thesis L869, L929, L1113).
+the baseline of wu2016 ch. 4 (Wu 2016, §4.1, §4.2 "Norm Stability and Noise for DP" and the end of §4.2
+"Generalization Error"; docs/studies/wu2016.md#functional-mechanism).
 
 **[EXTERNAL] reconstruction** from Zhang et al. (Algorithm 1, §4.2 linear regression, §5 logistic regression,
 §6 "avoiding unbounded noisy objective functions") and their released MATLAB code; the thesis only names it.

@@ -1,10 +1,11 @@
 """Objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2) under the norm-ball constraint of
-wu2016 ch. 4 (notes on Wu (2016), PhD thesis §2.7, L1226–L1238; Fig. 4.5).
+wu2016 ch. 4 (Wu 2016, §4.4 "Model Accuracy", "Objective Perturbation"; Fig. 4.5;
+docs/studies/wu2016.md#objective-perturbation).
 
 **[EXTERNAL] reconstruction** — the thesis only names the method; the formulas below are Chaudhuri et al.'s
 (JMLR 2011, Alg. 2 and Thm 9), generalised from |ℓ′| ≤ 1 to a ρ-Lipschitz loss, and run on the ball
 ‖w‖ ≤ R as the thesis does ("because we impose boundedness condition for linear regression, the technical
-conditions of objective perturbation are satisfied", L1236).
+conditions of objective perturbation are satisfied", Wu 2016, §4.4).
 
 Mechanism (replace-one neighbours, ‖x‖ ≤ 1, |y| ≤ 1; ρ and c from :mod:`.output_perturbation`):
 

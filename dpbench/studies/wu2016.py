@@ -1,10 +1,11 @@
 """wu2016 — Xi Wu, "A Study of Stability in Data Privacy" (PhD thesis, UW–Madison 2016), chapter 3: bolt-on
 private PSGD (output perturbation) against SCS13 and BST14 for logistic regression.
 
-Spec: Wu (2016), PhD thesis §1 (E3.2–E3.4), §2.3–2.6, §3, §5 (A1–A8), §7 items 1–10. Figures: fig3_2 (test
-accuracy vs ε, 3 datasets × 4 tests), fig3_3 (passes and batch size, MNIST), fig3_4 (runtime ratios to
-noiseless). Computation: :mod:`dpbench.studies.wu2016_ch3`; algorithms: :mod:`dpbench.learn.private_psgd`,
-:mod:`dpbench.learn.psgd_many`; data: the registry's ``mnist``, ``protein`` and ``covertype``.
+Thesis: Wu 2016, §3.2–3.3 (Algorithms 1–4, Tables 3.2–3.3, Figs. 3.2–3.4); methods, grids, open choices and
+anchors A1–A8: docs/studies/wu2016.md. Figures: fig3_2 (test accuracy vs ε, 3 datasets × 4 tests), fig3_3
+(passes and batch size, MNIST), fig3_4 (runtime ratios to noiseless). Computation:
+:mod:`dpbench.studies.wu2016_ch3`; algorithms: :mod:`dpbench.learn.private_psgd`, :mod:`dpbench.learn.psgd_many`;
+data: the registry's ``mnist``, ``protein`` and ``covertype``.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
 
 
 # ---------------------------------------------------------------------------------------------------------
-# captions: every choice the thesis leaves open (spec §7)
+# captions: every choice the thesis leaves open (docs/studies/wu2016.md#open-choices)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -177,45 +178,52 @@ def deviations(cfg: dict, name: str) -> list[str]:
     common = [
         "Logistic loss on unit-sphere rows: L = 1 (|φ′| ≤ 1), β = 1/4 (φ″ ≤ 1/4), γ = λ in the strongly convex "
         "tests; replace-one neighbours; δ = 1/m with m the training-set size; MNIST trains 10 one-vs-all models "
-        "with ε/10 and δ/10 each (spec §7 item 8) and predicts the argmax score. L = 1 also for the unconstrained "
-        "regularised tests (spec §7 item 2): at the one update where neighbours differ, the regulariser's gradient "
-        "is the same for both, so only the loss gradients (‖∇ℓ‖ ≤ 1) enter the sensitivity.",
-        f"Constant step of the convex tests (noiseless and ours) η = {eta} [INFERRED, spec §7 item 1: the thesis "
-        "never gives it; η ≤ 2/β = 8].",
-        ("Strongly convex bolt-on sensitivity 2L/(γ·b·⌊m/b⌋) (rigorous; the thesis' 2L/(γmb) of L689 is violated "
-         "by a factor up to b for b > 1 when t counts mini-batch updates, spec §7 item 3 — measured in the tests)."
+        "with ε/10 and δ/10 each (docs/studies/wu2016.md#open-choices item 8) and predicts the argmax score. "
+        "L = 1 also for the unconstrained regularised tests (docs/studies/wu2016.md#lipschitz-constant): at the "
+        "one update where neighbours differ, the regulariser's gradient is the same for both, so only the loss "
+        "gradients (‖∇ℓ‖ ≤ 1) enter the sensitivity.",
+        f"Constant step of the convex tests (noiseless and ours) η = {eta} [INFERRED: the thesis never gives it "
+        "(Wu 2016, Table 3.3: 'Constant'); 1/√m vanishes as m grows, as the remarks after its Cor. 3.8 ask; "
+        "η ≤ 2/β = 8; docs/studies/wu2016.md#open-choices item 1].",
+        ("Strongly convex bolt-on sensitivity 2L/(γ·b·⌊m/b⌋) (rigorous; the thesis' 2L/(γmb) (Wu 2016, §3.3 "
+         "'Implemented Algorithms') is violated by a factor up to b for b > 1 when t counts mini-batch updates, "
+         "docs/studies/wu2016.md#mini-batch-sensitivity — measured in the tests)."
          if ch["sc_sensitivity"] == "rigorous" else
-         "Strongly convex bolt-on sensitivity 2L/(γmb) as printed (L689); NOT a valid bound for b > 1 (spec §7 "
-         "item 3): the (ε, δ) of these curves are nominal."),
+         "Strongly convex bolt-on sensitivity 2L/(γmb) as printed (Wu 2016, §3.3 'Implemented Algorithms'); NOT a "
+         "valid bound for b > 1 (docs/studies/wu2016.md#mini-batch-sensitivity): the (ε, δ) of these curves are "
+         "nominal."),
         "Bolt-on: exactly b examples per update (the m mod b left-over examples of each pass are skipped), noise "
         f"L2-Laplace (ε-DP) or {'classic' if ch['gaussian_noise'] == 'gaussian' else 'analytic'} Gaussian ((ε,δ)-DP) "
         "once on the output; the noiseless PSGD run is shared by every ε and both δ of a convexity.",
         "SCS13: step 1/√t, noise on every mini-batch with density ∝ exp(−(ε_pass/2)‖z‖) (ε-DP) or Gaussian with "
-        "σ = 2√(2 ln(1.25/δ_pass))/ε_pass, ε_pass = ε/k and δ_pass = δ/k per pass (spec §7 item 6 [INFERRED]); "
-        f"radius 1/λ = {1 / lam:g} in the strongly convex tests, unconstrained otherwise (L804).",
+        "σ = 2√(2 ln(1.25/δ_pass))/ε_pass, ε_pass = ε/k and δ_pass = δ/k per pass [INFERRED: the thesis does not "
+        "say how the budget is split over passes; basic composition; docs/studies/wu2016.md#open-choices item 6]; "
+        f"radius 1/λ = {1 / lam:g} in the strongly convex tests, unconstrained otherwise (Wu 2016, Fig. 3.2 "
+        "caption).",
         f"BST14: examples drawn with replacement, T = ⌈km/b⌉ Gaussian steps, δ₁ = δ/T, ε₁ from its composition "
         f"equation, ε₂ = min(1, mε₁/(2b)), noise variance ι σ² with ι = {ch['bst14_iota']:g} "
         + ("(replace-one sensitivity 2 of the gradient sum; the thesis' ι = 1 under-noises by a factor 2)"
            if float(ch["bst14_iota"]) == 4.0 else "(as printed; under-noised for replace-one neighbours)")
         + f"; G = √(dισ² + b²L²); Test 2 radius R = "
-        f"{(ch['bst14_convex_radius'] or 1 / lam):g} [INFERRED, spec §7 item 7], Test 4 radius 1/λ.",
+        f"{(ch['bst14_convex_radius'] or 1 / lam):g} [INFERRED: not given in the thesis; SCS13's radius; "
+        "docs/studies/wu2016.md#open-choices item 7], Test 4 radius 1/λ.",
         "Noiseless: Table 3.3 step sizes (constant η convex, 1/(γt) strongly convex), unconstrained.",
     ]
     out = list(common)
     if name == "fig3_2":
         fc = cfg["figures"]["fig3_2"]
-        out.insert(0, "ε grids per dataset (spec §7 item 4): " + "; ".join(
-            f"{ch3.DATASET_LABELS[d]} {fc['epsilons'][d]}" for d in fc["datasets"]))
+        out.insert(0, "ε grids per dataset (Wu 2016, §3.3 'Parameters'; docs/studies/wu2016.md#open-choices "
+                      "item 4): " + "; ".join(f"{ch3.DATASET_LABELS[d]} {fc['epsilons'][d]}" for d in fc["datasets"]))
     elif name == "fig3_3":
         out.insert(0, "ε is the MNIST grid; (a)/(c) are the 0.71 → 0.45 anchors at ε = 4 (A5, A7).")
         out = out[:4]
     elif name == "fig3_4":
         fc = cfg["figures"]["fig3_4"]
         out = [
-            "Bismarck/PostgreSQL is not available (spec §6): the four methods run on the same numpy aggregate "
-            "(initialize / transition per mini-batch / terminate); only ratios to noiseless are comparable with the "
-            "thesis. Ours adds noise once in terminate; SCS13 and BST14 sample noise in every transition (BST14 "
-            "also samples its batch with replacement).",
+            "Bismarck/PostgreSQL is not available (docs/studies/wu2016.md#fig3_4): the four methods run on the same "
+            "numpy aggregate (initialize / transition per mini-batch / terminate); only ratios to noiseless are "
+            "comparable with the thesis. Ours adds noise once in terminate; SCS13 and BST14 sample noise in every "
+            "transition (BST14 also samples its batch with replacement).",
             f"Strongly convex (ε,δ)-DP (Test 4), ε = {fc['epsilon']:g}; MNIST times one of its ten one-vs-all "
             "models (digit 0 vs rest).",
             f"{fc['warmup']} untimed warm-up round(s), then {fc['runs']} timed rounds (the thesis: 4 warm-cache "
@@ -233,7 +241,8 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     lines = [spec.caption]
     reps = int(df["rep"].max()) + 1 if len(df) else 0
     if name != "fig3_4":
-        lines.append(f"Curves: mean over {reps} repetitions (spec §7 item 10: the thesis does not state them); "
+        lines.append(f"Curves: mean over {reps} repetitions (the thesis does not state them; "
+                     "docs/studies/wu2016.md#open-choices item 10); "
                      "bands: ± one standard deviation.")
     for d, g in df.groupby("dataset"):
         v = g["dataset_variant"].iloc[0]
@@ -389,7 +398,7 @@ def report_html(config: dict, frames: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# anchor checks (spec §5 A1–A8)
+# anchor checks (A1–A8: docs/studies/wu2016.md#anchors)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -430,7 +439,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             frac = float(np.mean([v.holds for v in per])) if per else float("nan")
             worst = ratio.idxmax()
             add(f"A1-{base}", "fig3_2", f"ours is up to {paper:g}x more accurate than {LABELS[base]} (b = 50, 10 passes, "
-                "all tests) (L796)", f"max accuracy ratio {ratio.max():.2f} (at {worst[0]}, test {worst[1]}, "
+                "all tests) (Wu 2016, §3.3, Fig. 3.2)",
+                f"max accuracy ratio {ratio.max():.2f} (at {worst[0]}, test {worst[1]}, "
                 f"ε = {worst[2]:g}); ours > {LABELS[base]} beyond 2 s.e. at {frac:.0%} of {len(both)} (dataset, test, ε) "
                 f"points, worse beyond 2 s.e. at {sum(v.status == V.FAILS for v in per)}", ratio.max(),
                 V.all_of([V.fraction(per, 0.75), bool(ratio.max() > 1.0)]))
@@ -438,7 +448,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             o, b = ours.loc["protein"], m.xs("bst14", level="method").loc["protein"]
             both = pd.concat([o, b], axis=1, keys=["o", "b"]).dropna()
             gap = both["o"] - both["b"]
-            add("A2-bst14", "fig3_2", "Protein: BST14 very close to ours, ours consistently better (L798, L806)",
+            add("A2-bst14", "fig3_2", "Protein: BST14 very close to ours, ours consistently better "
+                "(Wu 2016, §3.3, Fig. 3.2)",
                 f"ours − BST14 from {gap.min():+.3f} to {gap.max():+.3f} over {len(gap)} (test, ε) points",
                 gap.mean(), gap.min() >= -0.005 and gap.max() <= 0.05)
         if "protein" in set(df["dataset"]) and "scs13" in set(df["method"]):
@@ -452,7 +463,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                 v = V.undecided(f"{V.NAN} (Spearman ρ of a constant curve)")
             else:
                 v = bool(min(drop) > 0.02 and min(rhos) > 0)
-            add("A2-scs13", "fig3_2", "Protein: SCS13's accuracy decreases significantly with smaller ε (L806)",
+            add("A2-scs13", "fig3_2", "Protein: SCS13's accuracy decreases significantly with smaller ε "
+                "(Wu 2016, §3.3, Fig. 3.2)",
                 f"accuracy(ε max) − accuracy(ε min) per test: {', '.join(f'{v:+.3f}' for v in drop)}"
                 + (f"; Spearman ρ(ε, accuracy) ≥ {min(rhos):.2f}" if rhos and not any(map(math.isnan, rhos))
                    else "; Spearman ρ undefined (fewer than 3 ε or a constant curve)"), min(drop), v)
@@ -473,7 +485,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                     for (mm, t) in reach if mm == "bst14")
                 # "never within 0.01" is a decided failure (a NaN value here is decisive, not missing)
                 add("A3", "fig3_2", "Covertype: ours within 1 point of noiseless from ε ≈ 0.05, BST14 only after "
-                    "ε = 0.4 (L808)", f"within 0.01 of noiseless: {txt}",
+                    "ε = 0.4 (Wu 2016, §3.3, Fig. 3.2)", f"within 0.01 of noiseless: {txt}",
                     float(np.nanmax(ours_eps)) if ours_eps and not all(map(math.isnan, ours_eps)) else float("nan"),
                     (V.holds() if ok else V.fails()) if ours_eps else V.undecided(V.EMPTY + " (no test of ours)"))
         if "noiseless" in set(df["method"]):
@@ -486,7 +498,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                 se = sd.get((d, t, meth, x), 0.0) / math.sqrt(max(n.get((d, t, meth, x), 1), 1))
                 if ref is not None and V.compare(v - ref, se) > 0:  # beyond 2 standard errors
                     above.append(f"{LABELS[meth]} {d} test {t} ε={x:g} (+{v - ref:.3f})")
-            add("A4", "fig3_2", "in some cases the private algorithms are more accurate than noiseless (L814)",
+            add("A4", "fig3_2", "in some cases the private algorithms are more accurate than noiseless "
+                "(Wu 2016, §3.3)",
                 f"{len(above)} (method, dataset, test, ε) point(s) above noiseless by more than 2 standard errors"
                 + (f", e.g. {'; '.join(above[:3])}" if above else ""), len(above), len(above) > 0)
     if "fig3_3" in frames:
@@ -504,7 +517,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
         if "panel_a" in set(df["series"]):
             ks = sorted({c for c in df[df["series"] == "panel_a"]["curve"]}, key=lambda c: float(c.split("=")[1]))
             lo, hi = at("panel_a", ks[0]), at("panel_a", ks[-1])
-            add("A5", "fig3_3", "MNIST Test 1, b = 1, ε = 4: accuracy 0.71 at 1 pass → 0.45 at 20 passes (L824)",
+            add("A5", "fig3_3", "MNIST Test 1, b = 1, ε = 4: accuracy 0.71 at 1 pass → 0.45 at 20 passes "
+                "(Wu 2016, §3.3, Fig. 3.3(a))",
                 f"ε = {emax:g}: {lo:.3f} at {ks[0]} → {hi:.3f} at {ks[-1]} (decided beyond 2 s.e.)", lo - hi,
                 V.greater(lo, at("panel_a", ks[0], ose), hi, at("panel_a", ks[-1], ose)))
         if "panel_b" in set(df["series"]):
@@ -516,12 +530,13 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
             per = [V.greater(last[x], gse.loc[(ks[-1], x)], first[x], gse.loc[(ks[0], x)])
                    for x in first.index if x in last.index]
             frac = float(np.mean([v.holds for v in per])) if per else float("nan")
-            add("A6", "fig3_3", "MNIST Test 3, b = 50: more passes improve the accuracy (L812, L826)",
+            add("A6", "fig3_3", "MNIST Test 3, b = 50: more passes improve the accuracy (Wu 2016, §3.3, Fig. 3.3(b))",
                 f"{ks[-1]} > {ks[0]} beyond 2 s.e. at {frac:.0%} of the ε grid (mean gain "
                 f"{float((last - first).mean()):+.3f})", frac, V.fraction(per, 0.8, min_points=2))
         if "panel_c" in set(df["series"]):
             lo, hi = at("panel_c", "b = 1"), at("panel_c", "b = 10")
-            add("A7", "fig3_3", "MNIST Test 1, 20 passes: b = 1 → 0.45, b = 10 → 0.71 at ε = 4 (L812, L830)",
+            add("A7", "fig3_3", "MNIST Test 1, 20 passes: b = 1 → 0.45, b = 10 → 0.71 at ε = 4 "
+                "(Wu 2016, §3.3, Fig. 3.3(c))",
                 f"ε = {emax:g}: b = 1 {lo:.3f}, b = 10 {hi:.3f} (decided beyond 2 s.e.)", hi - lo,
                 V.greater(hi, at("panel_c", "b = 10", ose), lo, at("panel_c", "b = 1", ose)))
     if "fig3_4" in frames:
@@ -542,7 +557,8 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
         gap_large = float(sub.xs(xs[-1], level="x").drop("noiseless", errors="ignore").max())
         ok = ok and gap_small > 1.5 and gap_large < gap_small
         add("A8", "fig3_4", "ours adds virtually no runtime over noiseless; SCS13/BST14 2–3× slower at 20 epochs, "
-            "b = 10, up to 6× at b = 1, 1 epoch; the gap practically disappears at b = 500 (L834–L836)",
+            "b = 10, up to 6× at b = 1, 1 epoch; the gap practically disappears at b = 500 (Wu 2016, §3.3 "
+            "'Runtime Overhead', Fig. 3.4)",
             "; ".join(parts), gap_small, ok)
     rows += ch4.anchor_checks(frames)
     return pd.DataFrame(rows, columns=V.COLUMNS)

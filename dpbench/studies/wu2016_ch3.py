@@ -1,4 +1,4 @@
-"""Computations of wu2016 chapter 3 (notes on Wu (2016), PhD thesis §1 E3.2–E3.4, §2.3–2.6, §3, §7): bolt-on
+"""Computations of wu2016 chapter 3 (Wu 2016, §3.2–3.3, Figs. 3.2–3.4; docs/studies/wu2016.md): bolt-on
 private PSGD against SCS13 and BST14 for logistic regression on MNIST (50-d Gaussian random projection,
 one-vs-all), Protein and Covertype, every row on the unit sphere.
 
@@ -97,7 +97,7 @@ def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
 def preprocessing_label(dataset: str) -> tuple[str, bool]:
     """(``preprocessing`` column, ``preprocessing_data_dependent`` column): every step is data-independent — MNIST
     pixels divided by 255 (the registry), a Gaussian projection matrix drawn from a fixed seed, each row divided by
-    its own norm (thesis ch. 3 §3.5: "normalised to the unit sphere"); no statistic of the training data."""
+    its own norm (Wu 2016, Table 3.2 caption: "normalized to the unit sphere"); no statistic of the training data."""
     proj = "fixed Gaussian random projection; " if dataset == "mnist" else ""
     return f"{proj}per-row unit-norm scaling", False
 
@@ -152,13 +152,14 @@ def test_accuracy(W: np.ndarray, a: dict) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the per-model budget (MNIST: ε/10 and δ/10 for each of the 10 binary models, spec §3 and §7 item 8)
+# the per-model budget (MNIST: ε/10 and δ/10 for each of the 10 binary models; Wu 2016, §3.3 "Experimental
+# Method and Datasets" splits ε; the δ split is docs/studies/wu2016.md#open-choices item 8)
 # ---------------------------------------------------------------------------------------------------------
 
 
 def budget(a: dict, epsilons, private_delta: bool):
-    """(per-model ε array, per-model δ, the study δ = 1/m): δ = 1/m with m the training-set size (L778); the
-    one-vs-all models of MNIST split ε and δ evenly (basic composition over the 10 models)."""
+    """(per-model ε array, per-model δ, the study δ = 1/m): δ = 1/m with m the training-set size (Wu 2016, §3.3
+    "Parameters"); the one-vs-all models of MNIST split ε and δ evenly (basic composition over the 10 models)."""
     m = int(a["X_train"].shape[0])
     K = a["n_classes"] if a["n_classes"] > 2 else 1
     delta = 1.0 / m if private_delta else 0.0

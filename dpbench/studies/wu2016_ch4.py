@@ -1,8 +1,8 @@
 """wu2016 chapter 4: output perturbation (Alg 5/6, its oracle / data-independent / privately tuned variants),
 objective perturbation and the functional mechanism for logistic (diabetes) and linear (Warfarin) regression,
-and the model-inversion attack on VKORC1 (notes on Wu (2016), PhD thesis §1 E4.1–E4.8, §2.7, §3, §4, §5 B1–B7,
-§6, §7 items 11–17). Figures fig4_1, fig4_2, fig4_3, fig4_5, fig4_6, fig4_7, fig4_8; fig4_4 (the simulated
-clinical trial) is out of scope.
+and the model-inversion attack on VKORC1 (Wu 2016, §4.2 and §4.4, Algorithms 5–7, Figs. 4.1–4.8; methods, data,
+open choices and anchors B1–B7: docs/studies/wu2016.md). Figures fig4_1, fig4_2, fig4_3, fig4_5, fig4_6, fig4_7,
+fig4_8; fig4_4 (the simulated clinical trial) is out of scope.
 
 Unit of work and of caching: one (dataset, method, repetition, ε grid) run — the repetition fixes the
 train/test split (shared by every method, so comparisons are paired), every ε of the grid is trained once and
@@ -89,7 +89,8 @@ FIGURES: dict[str, FigureSpec] = {
     "fig4_7": FigureSpec(STUDY, "fig4_7", "Model invertibility: data-independent and oracle methods", "epsilon", "ε",
                          "model-inversion accuracy (VKORC1)", METHODS,
                          "Fig. 4.7: model-inversion accuracy of Data-Independent vs Oracle Output Perturbation (and, "
-                         "text L1258, objective perturbation); dotted: the prior-only baseline."),
+                         "as in the text of Wu 2016, §4.4 'Model Inversion', objective perturbation); dotted: the "
+                         "prior-only baseline."),
     "fig4_8": FigureSpec(STUDY, "fig4_8", "Tuned output perturbation with increasingly larger training sets",
                          "fraction", "training-chunk sampling rate r", "test MSE / MI accuracy", METHODS,
                          "Fig. 4.8: privately tuned output perturbation (Alg 7 over 25 chunks: 24 training, 1 "
@@ -295,7 +296,7 @@ def prepare_dataset(config: dict) -> dict:
 
 def _split(config: dict, dataset: str, n: int, rep: int) -> tuple[np.ndarray, np.ndarray]:
     """Repetition ``rep``'s (train, test) indices: a data-independent permutation, the first ⌊test_fraction·n⌉
-    rows for testing (spec §7 item 11: the thesis gives no protocol)."""
+    rows for testing (the thesis gives no protocol; docs/studies/wu2016.md#open-choices item 11)."""
     perm = generator(config["seed"], f"wu2016/ch4/split/{dataset}/{int(rep)}").permutation(n)
     n_test = int(round(float(_ch4(config)["test_fraction"]) * n))
     return perm[n_test:], perm[:n_test]
@@ -427,9 +428,10 @@ def unit(config: dict, dataset: str, method: str, rep: int, eps) -> dict:
 
 
 def fig48_unit(config: dict, method: str, rep: int, eps, fractions) -> dict:
-    """Fig. 4.8 unit (E4.8 procedure): permute, hold out the test split, cut the training portion into the
-    m + 1 chunks of Alg 7 (last = validation), subsample each training chunk at rate r (its first ⌈r·size⌉
-    records in random order, so the samples are nested in r), tune; test MSE and MI over the training portion."""
+    """Fig. 4.8 unit (the procedure of Wu 2016, Fig. 4.8 caption): permute, hold out the test split, cut the
+    training portion into the m + 1 chunks of Alg 7 (last = validation), subsample each training chunk at rate r
+    (its first ⌈r·size⌉ records in random order, so the samples are nested in r), tune; test MSE and MI over the
+    training portion."""
     eps = [float(e) for e in eps]
     fractions = [float(r) for r in fractions]
     payload = {"kind": "wu2016-ch4-fig48", "code": code_hash(), "data": dataset_payload(config, "warfarin"),
@@ -537,76 +539,89 @@ def deviations(cfg: dict, name: str) -> list[str]:
             "Δ = 2ρ/(λn) (the tight replace-one sensitivity of the exact constrained minimiser; the thesis' Alg 6 "
             "uses the ≥ 2× larger 4(ρ+λR)/(λn))")
     common = [
-        f"Protocol (spec §7 item 11 [INFERRED]): {c4['repetitions']} repetitions, each a fresh random "
+        f"Protocol [INFERRED: the thesis gives none; docs/studies/wu2016.md#open-choices item 11]: "
+        f"{c4['repetitions']} repetitions, each a fresh random "
         f"{1 - c4['test_fraction']:.0%}/{c4['test_fraction']:.0%} train/test split shared by all methods; accuracy and "
-        "MSE on the test split, model inversion over the training split (L881); curves mean ± one std.",
+        "MSE on the test split, model inversion over the training split (Wu 2016, ch. 4, footnote 2); curves mean "
+        "± one std.",
         f"Output perturbation: exact constrained ERM (trust-region eigen-solver for the squared loss, Newton + KKT "
         f"bisection for the logistic loss), noise ‖κ‖ ~ Gamma(d, Δ/ε) in a uniform direction; {sens}.",
-        "Losses (spec §7 item 15): linear regression uses ℓ = (y − ⟨w,x⟩)² with ρ = 2(1+R) on ‖w‖ ≤ R (‖x‖ ≤ 1, "
-        "|y| ≤ 1) — the ½-scaled loss is the same problem with λ halved; logistic ρ = 1.",
+        "Losses (the thesis never writes out the linear-regression loss; docs/studies/wu2016.md#open-choices "
+        "item 15): linear regression uses ℓ = (y − ⟨w,x⟩)² with ρ = 2(1+R) on ‖w‖ ≤ R (‖x‖ ≤ 1, |y| ≤ 1) — the "
+        "½-scaled loss is the same problem with λ halved; logistic ρ = 1.",
     ]
     if name == "fig4_1":
         pre = ("NON-PRIVATE PREPROCESSING, AS IN THE SOURCE — the ε does not cover it (ch4.preprocessing: source): "
                "LIBSVM [−1, 1] column scaling by the minimum and maximum of all 768 rows (the `diabetes_scale` "
                "recipe; one raw row moves every other row)" if c4.get("preprocessing", "data_independent") == "source"
                else "[−1, 1] column scaling by FIXED domain bounds of the 8 features (round physiological ranges "
-               "[INFERRED], values clipped; data-independent, covered by the ε; the thesis's LIBSVM scaling by the "
-               "data's minimum and maximum is ch4.preprocessing: source); the synthetic stand-in has no documented "
-               "domain and goes straight to the row scaling")
+               "[INFERRED: the source documents no bounds; docs/studies/wu2016.md#diabetes], values clipped; "
+               "data-independent, covered by the ε; the thesis's LIBSVM scaling by the data's minimum and maximum is "
+               "ch4.preprocessing: source); the synthetic stand-in has no documented domain and goes straight to the "
+               "row scaling")
         return common + [
             f"Data: Pima diabetes, {pre}, then unit-sphere rows, no intercept (the thesis' 8 features); labels ±1. "
             "Without network access the registry's labelled substitute is used and named on the panel.",
             f"Non-private: logistic regression with λ = {c4['non_private_l2']:g} (for a unique minimiser), "
             "unconstrained. Data-Independent: R = 1, λ = √(d/(nε)), Alg 6 with ρ = 1.",
-            f"Functional mechanism [EXTERNAL, Zhang et al. 2012 §5]: second-order Taylor expansion, "
-            f"Δ = {'d²/4 + d' if f['domain'] == 'box' else '√d + d/4'} ({f['domain']} domain), noisy quadratic "
-            f"repaired by {f['ridge']:g}·√2Δ/ε on the diagonal and spectral trimming (eigenvalues ≤ {f['trim']:g}).",
+            f"Functional mechanism [EXTERNAL: the thesis only names it; Zhang et al. 2012 §5]: second-order Taylor "
+            f"expansion, Δ = {'d²/4 + d' if f['domain'] == 'box' else '√d + d/4'} ({f['domain']} domain), noisy "
+            f"quadratic repaired by {f['ridge']:g}·√2Δ/ε on the diagonal and spectral trimming (eigenvalues ≤ "
+            f"{f['trim']:g}).",
         ]
     out = common + [
-        f"Warfarin (spec §6 [VERIFIED]): IWPC from {wf.PACKAGE_PIN}, 3,095 × 14; numeric columns scaled by "
-        f"{w['feature_scaling']}, rows on the unit sphere; target {w['target']} mapped by {w['target_scaling']} to "
+        f"Warfarin (docs/studies/wu2016.md#warfarin): IWPC from {wf.PACKAGE_PIN}, 3,095 × 14; numeric columns scaled "
+        f"by {w['feature_scaling']}, rows on the unit sphere; target {w['target']} mapped by {w['target_scaling']} to "
         + ("[−1, 1] — NON-PRIVATE PREPROCESSING, AS IN THE SOURCE, the ε does not cover it (ch4.preprocessing: "
            "source): the column maxima/minima and the target's mean/range are those of all 3,095 rows. "
            if c4.get("preprocessing", "data_independent") == "source" else
            "[−1, 1] with FIXED domain bounds, not the data's (age decade ≤ 9, height 100–220 cm, weight 20–250 kg, "
-           "dose 0–350 mg/week, centre √35 or 35 mg/week = the usual 5 mg/day starting dose [INFERRED]; values "
-           "clipped): data-independent, covered by the ε (the thesis scales by statistics of the table: "
-           "ch4.preprocessing: source). ")
+           "dose 0–350 mg/week, centre √35 or 35 mg/week = the usual 5 mg/day starting dose [INFERRED: round "
+           "bounds; the thesis does not say how it scaled]; values clipped): data-independent, covered by the ε "
+           "(the thesis scales by statistics of the table: ch4.preprocessing: source). ")
         + "MSE is reported in the "
         f"target's units ({'√(mg/week)' if w['target'] == 'sqrt_dose' else 'mg/week'}, the apparent scale of the "
         "thesis' 1.82 / 22.57; rows also carry the scaled-target MSE).",
         f"Oracle (NOT private, an idealised upper bound): R ∈ {o['radii']}, λ on an arithmetic grid of "
         f"{o['lambda_points']} points from √(d/(nε′)) to √(d/(nε*)), ε′ = {o['eps_start']:g}, ε* = {o['eps_end']:g} "
-        "(spec §7 item 13); picks the pair with the smallest expected training MSE of the noisy release "
-        "(closed form), then draws one release.",
-        f"Data-Independent: R = {c4['data_independent_radius']:g}, λ = √(d/(nε)) (L1167–L1169).",
+        "(the length is not stated; docs/studies/wu2016.md#open-choices item 13); picks the pair with the smallest "
+        "expected training MSE of the noisy release (closed form), then draws one release.",
+        f"Data-Independent: R = {c4['data_independent_radius']:g}, λ = √(d/(nε)) (Wu 2016, §4.4 'Experimental "
+        "Methodology').",
         f"Private tuning (Alg 7): R₁ = {t['radius_sets']['r1']}, R₂ = {t['radius_sets']['r2']}, Λ geometric with "
         f"ratio {t['lambda_ratio']:g}, {t['lambda_count']} values from √(d/(ε′ n_chunk)), ε′ = "
-        f"{t['lambda_eps_start']:g} [INFERRED, spec §7 item 13]; |R|·|Λ| + 1 random disjoint chunks, the last for "
+        f"{t['lambda_eps_start']:g} [INFERRED: start and length not stated; docs/studies/wu2016.md#open-choices "
+        "item 13]; |R|·|Λ| + 1 random disjoint chunks, the last for "
         "validation; selection ∝ exp(−L·ε/(2Δu)) on the validation MSE with per-example losses capped at "
         "(1+R)² (the noisy models leave the ball where the loss is unbounded); "
-        + ("Δu = (1+R)²/|S′| (rigorous; the printed R² of L1190 has no 1/|S′| and no derivation, spec §7 item 14)."
+        + ("Δu = (1+R)²/|S′| (rigorous; the printed R² of Wu 2016, Alg. 7 line 5 has no 1/|S′| and no derivation; "
+           "docs/studies/wu2016.md#open-choices item 14)."
            if t["utility_sensitivity"] == "rigorous" else
-           "Δu = R² as printed (L1190, spec §7 item 14; valid for the capped average loss only when |S′| ≥ ((1+R)/R)²)."),
+           "Δu = R² as printed (Wu 2016, Alg. 7 line 5; docs/studies/wu2016.md#open-choices item 14; valid for the "
+           "capped average loss only when |S′| ≥ ((1+R)/R)²)."),
     ]
     if name in ("fig4_2", "fig4_6"):
-        out.append(f"Functional mechanism [EXTERNAL, Zhang et al. 2012 §4.2, their code]: Laplace(Δ/ε) on every "
+        out.append(f"Functional mechanism [EXTERNAL: the thesis only names it; Zhang et al. 2012 §4.2, their code]: "
+                   f"Laplace(Δ/ε) on every "
                    f"coefficient of Σ(y − xᵀw)², Δ = {'2d² + 4d' if f['domain'] == 'box' else '2(d + 2√d)'} "
                    f"({f['domain']} domain; the paper's 2(d+1)² also counts the constant y²), repaired by "
                    f"{f['ridge']:g}·√2Δ/ε on the diagonal and spectral trimming; unconstrained.")
     if name in ("fig4_5", "fig4_7"):
-        out.append("Objective perturbation [EXTERNAL, Chaudhuri et al. 2011 Alg. 2]: ε′ = ε − log(1 + 2c/(nΛ) + "
+        out.append("Objective perturbation [EXTERNAL: the thesis only names it; Chaudhuri et al. 2011 Alg. 2]: "
+                   "ε′ = ε − log(1 + 2c/(nΛ) + "
                    "c²/(n²Λ²)) with c = 2 (squared loss), extra ridge when ε′ ≤ 0, b ∝ exp(−ε′‖b‖/(2ρ)), exact "
                    "minimiser on the ball ‖w‖ ≤ R (the constrained guarantee rests on Kifer et al. 2012); tuned by "
                    "Alg 7 like output perturbation.")
     if name in ("fig4_6", "fig4_7", "fig4_8"):
-        out.append("Model inversion [EXTERNAL, Fredrikson et al. 2014; spec §4.2, §7 item 16]: the attacker knows the "
+        out.append("Model inversion [EXTERNAL: the thesis describes it in words only; Fredrikson et al. 2014; "
+                   "docs/studies/wu2016.md#open-choices item 16]: the attacker knows the "
                    "other features, the true dose and the training VKORC1 marginal; MAP over A/A, A/G, G/G with a "
                    "N(0, σ²) residual model, σ = the released model's training RMSE; the row is re-scaled to the unit "
                    "sphere for every candidate. Dotted line: the prior-only baseline.")
     if name == "fig4_8":
         fc = cfg["figures"]["fig4_8"]
-        out.append(f"Fig. 4.8 protocol (E4.8, spec §7 item 17): {fc['repetitions']} repetitions; permute, hold out "
+        out.append("Fig. 4.8 protocol (Wu 2016, Fig. 4.8 caption; evaluation sets: "
+                   f"docs/studies/wu2016.md#open-choices item 17): {fc['repetitions']} repetitions; permute, hold out "
                    f"{c4['test_fraction']:.0%} for the test MSE, split the rest into {fc['chunks']} chunks (last = "
                    "validation), keep the first ⌈r·|chunk|⌉ records of every training chunk; MI over the whole training "
                    "portion. The x-axis is r (the thesis plots the chunk size; the mean chunk size is in the rows).")
@@ -701,7 +716,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# anchor checks (spec §5 B1–B7)
+# anchor checks (B1–B7: docs/studies/wu2016.md#anchors)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -737,7 +752,7 @@ def anchor_checks(frames: dict) -> list[dict]:
                  for x in ours.index if x in fmc.index]
         sub = " [SUBSTITUTE DATA]" if bool(df["is_substitute"].any()) else ""
         add("B1", "fig4_1", "diabetes LR: baseline 80%, Data-Independent OP 60–80%, FM 40–60% over ε ∈ [0.1, 4]; OP > FM "
-            "for all ε (L871, L1149, L1202–L1206)",
+            "for all ε (Wu 2016, §4.1, §4.4, Fig. 4.1)",
             f"baseline {base.mean():.3f}; OP {ours.min():.3f}–{ours.max():.3f}; FM {fmc.min():.3f}–{fmc.max():.3f}; "
             f"OP > FM (beyond 2 s.e.) at {int(sum(v.holds for v in op_fm))}/{len(ours)} ε{sub}", float(base.mean()),
             V.all_of(op_fm))
@@ -756,13 +771,14 @@ def anchor_checks(frames: dict) -> list[dict]:
             t03, x03 = _at(m.loc["op_tuned_r1"], 0.3)
             tuned = f"; tuned OP (R₁) at ε = {x03:g}: {t03:.2f}"
         add("B2", "fig4_2", "Warfarin: OP up to 20× smaller MSE than FM; Data-Independent/Oracle accurate at ε = 0.1; "
-            "Tuned OP accurate at ε = 0.3; FM comparable only at ε ≥ 5 (L871, L1149, L1208)",
+            "Tuned OP accurate at ε = 0.3; FM comparable only at ε ≥ 5 (Wu 2016, §4.1, §4.4, "
+            "Fig. 4.2)",
             f"FM/Data-Indep. MSE ratio up to {ratio.max():.1f}× (at ε = {ratio.idxmax():g}); non-private {np_mse:.2f}, "
             f"Data-Indep. at ε = {x01:g}: {di01:.2f}{tuned}; FM within 20% of non-private from ε = "
             f"{min(fm_close) if fm_close else float('nan'):g}; every OP variant below FM for all ε < 5: {better}",
             float(ratio.max()), better and ratio.max() > 2)
         fm5, x5 = _at(m.loc["fm"], 5.0)
-        add("B7", "fig4_2", "Fredrikson et al.: FM accuracy unacceptable even at ε = 5 (L854)",
+        add("B7", "fig4_2", "Fredrikson et al.: FM accuracy unacceptable even at ε = 5 (Wu 2016, §4.1)",
             f"FM MSE at ε = {x5:g}: {fm5:.2f} vs non-private {np_mse:.2f} ({fm5 / np_mse:.2f}×)", fm5 / np_mse,
             fm5 > 1.2 * np_mse)
     if have("fig4_3", ("op_data_independent", "op_oracle")):
@@ -770,7 +786,7 @@ def anchor_checks(frames: dict) -> list[dict]:
         gap = (m.loc["op_data_independent"] - m.loc["op_oracle"]).abs()
         ms = _means(frames["fig4_3"], "mse_scaled")
         gs = (ms.loc["op_data_independent"] - ms.loc["op_oracle"]).abs()
-        add("B3", "fig4_3", "max MSE gap Data-Independent vs Oracle = 0.1 (L1214, L1218)",
+        add("B3", "fig4_3", "max MSE gap Data-Independent vs Oracle = 0.1 (Wu 2016, §4.4, Fig. 4.3)",
             f"max gap {gap.max():.3f} in target units at ε = {gap.idxmax():g} ({gs.max():.4f} on the [−1, 1] target)",
             float(gap.max()), gap.max() <= 0.1)
     if have("fig4_5", ("op_data_independent", "op_oracle")):
@@ -779,7 +795,8 @@ def anchor_checks(frames: dict) -> list[dict]:
         if objs:
             gaps = {o: (m.loc[o] - m.loc["op_data_independent"]).abs().max() for o in objs}
             best = min(gaps, key=gaps.get)
-            add("B4", "fig4_5", "max MSE gap objective perturbation vs Data-Independent/Oracle OP = 0.1 (L1236–L1238)",
+            add("B4", "fig4_5", "max MSE gap objective perturbation vs Data-Independent/Oracle OP = 0.1 "
+                "(Wu 2016, §4.4, Fig. 4.5)",
                 "; ".join(f"{LABELS[o]} vs Data-Indep.: max gap {g:.3f}" for o, g in gaps.items()),
                 float(gaps[best]), gaps[best] <= 0.1)
     if have("fig4_6", ("op_oracle", "fm")):
@@ -790,7 +807,8 @@ def anchor_checks(frames: dict) -> list[dict]:
         so, _ = _at(s.loc["op_oracle"], 0.2)
         sf, _ = _at(s.loc["fm"], 0.2)
         prior = float(df["prior_baseline"].mean())
-        add("B5", "fig4_6", "ε = 0.2: MI accuracy 45% (Oracle OP) vs 35% (FM); MSE 1.82 vs 22.57 (L1244, L1252)",
+        add("B5", "fig4_6", "ε = 0.2: MI accuracy 45% (Oracle OP) vs 35% (FM); MSE 1.82 vs 22.57 "
+            "(Wu 2016, §4.4, Fig. 4.6)",
             f"ε = {x:g}: MI {mo:.3f} (Oracle) vs {mf:.3f} (FM), prior-only {prior:.3f}; MSE {so:.2f} vs {sf:.2f} "
             f"(ratio {sf / so:.1f}×, thesis 12.4×)", mo - mf, mo > mf and sf > so)
     if "fig4_8" in frames:
@@ -804,7 +822,8 @@ def anchor_checks(frames: dict) -> list[dict]:
                 lo, hi = float(s.index[0]), _at(s, 0.9)[1]
                 rho_s = float(pd.Series(s.index).corr(pd.Series(s.to_numpy()), method="spearman"))
                 rho_a = float(pd.Series(a.index).corr(pd.Series(a.to_numpy()), method="spearman"))
-                add("B6", "fig4_8", "Tuned OP, ε_p = 0.5: MSE 5.05 (r = 10%) → 2.9 (r = 90%); MI 36% → 40% (L1268)",
+                add("B6", "fig4_8", "Tuned OP, ε_p = 0.5: MSE 5.05 (r = 10%) → 2.9 (r = 90%); MI 36% → 40% "
+                    "(Wu 2016, §4.4, Fig. 4.8)",
                     f"{LABELS[meth]}, ε = {e:g}: MSE {s.loc[lo]:.2f} (r = {lo:g}) → {s.loc[hi]:.2f} (r = {hi:g}); MI "
                     f"{a.loc[lo]:.3f} → {a.loc[hi]:.3f}; Spearman ρ(r, MSE) = {rho_s:.2f}, ρ(r, MI) = {rho_a:.2f}",
                     float(s.loc[lo] - s.loc[hi]), s.loc[hi] < s.loc[lo] and a.loc[hi] >= a.loc[lo])
