@@ -1,4 +1,4 @@
-"""Loss perturbation (objective perturbation; private training) — vdm2020 §2.2, Alg. 4/5, Thm 3/4.
+"""Loss perturbation (objective perturbation; private training) — van der Maaten & Hannun 2020, §3.1 Eq. 3 and App. B.2 (Alg. 4/5, Thm 3/4).
 
 θ_priv = argmin  mean CE + (l2/2)‖θ‖²_F + ⟨B, θ⟩/N, solved by L-BFGS (warm start: the non-private fit).
 

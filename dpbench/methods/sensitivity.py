@@ -1,4 +1,4 @@
-"""Sensitivity methods on a trained L2-regularised softmax model (vdm2020 §2.1, §2.4).
+"""Sensitivity methods on a trained L2-regularised softmax model (van der Maaten & Hannun 2020, §3.1 and App. B.1; §3.2 and App. C.1).
 
 Both rest on Lemma 1: the minimisers on neighbouring datasets (replace one example) satisfy
 ‖θ₁ − θ₂‖_F ≤ Δ = 2K/(Nλ), with K = √2 the Lipschitz constant of softmax cross-entropy for ‖x‖₂ ≤ 1.

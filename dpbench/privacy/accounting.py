@@ -1,4 +1,4 @@
-"""DP-SGD privacy accounting with Google's ``dp_accounting`` (vdm2020 §2.3, erratum 14, anchors §8.6).
+"""DP-SGD privacy accounting with Google's ``dp_accounting`` (van der Maaten & Hannun 2020, §3.1 Eq. 4; docs/studies/vdm2020.md erratum 14 and #derived).
 
 The mechanism accounted for is ``steps`` compositions of the Poisson-subsampled Gaussian mechanism
 (sampling rate q, noise multiplier σ = noise std / clipping norm), under the add/remove-one neighbouring
@@ -34,7 +34,7 @@ _logging.getLogger("absl").addFilter(_DropExcludedOrder())
 __all__ = ["TF_ORDERS", "classic_rdp_to_dp", "dpsgd_epsilon", "dpsgd_replace_one_epsilon", "DpsgdCalibration",
            "calibrate_dpsgd_noise"]
 
-#: RDP orders of TF-Privacy's ``compute_dp_sgd_privacy`` (vdm2020 §2.3).
+#: RDP orders of TF-Privacy's ``compute_dp_sgd_privacy`` (van der Maaten & Hannun 2020, §3.1).
 TF_ORDERS: list[float] = [1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5] + list(range(5, 64)) + [128, 256, 512]
 
 
@@ -83,7 +83,7 @@ def classic_rdp_to_dp(orders: Sequence[float], rdp: Sequence[float], delta: floa
     """Classic RDP→(ε, δ) conversion ε = min_α RDP_α − ln δ/(α − 1) (Mironov 2017 Prop. 3; TF-Privacy).
 
     Returns ``(epsilon, optimal_order)``. Looser than dp_accounting's ``get_epsilon`` (Canonne et al.
-    / Asoodeh et al. improvement); used here because vdm2020's code and its §8.6 anchors use it.
+    / Asoodeh et al. improvement); used here because vdm2020's code and our derived values (docs/studies/vdm2020.md#derived) use it.
     """
     orders = np.asarray(orders, float)
     rdp = np.asarray(rdp, float)
@@ -126,7 +126,7 @@ def dpsgd_epsilon(
 
     * ``accountant="rdp"``: dp_accounting's ``RdpAccountant`` at ``orders`` (default TF_ORDERS);
       ``conversion="classic"`` (default) is ε = min_α RDP_α − ln δ/(α−1) computed from the accountant's RDP
-      values (vdm2020 §2.3 and its code), ``"improved"`` is dp_accounting's own ``get_epsilon``.
+      values (van der Maaten & Hannun 2020, §3.1, and its code), ``"improved"`` is dp_accounting's own ``get_epsilon``.
     * ``accountant="pld"``: dp_accounting's ``PLDAccountant`` (default discretisation 1e-4); conversion
       must be None or ``"pld"``.
 
@@ -207,7 +207,7 @@ def calibrate_dpsgd_noise(
     """Smallest DP-SGD noise multiplier σ with :func:`dpsgd_epsilon` ≤ ``epsilon`` (bisection, cached).
 
     Returns σ within relative ``rtol`` above the exact threshold, so the target is always met. vdm2020's code
-    instead searches the grid ``arange(1e-3, 1e3, 1e-3)`` (§8.6 anchors), i.e. rounds σ up to 1e-3;
+    instead searches the grid ``arange(1e-3, 1e3, 1e-3)`` (the derived values, docs/studies/vdm2020.md#derived), i.e. rounds σ up to 1e-3;
     results agree to ~1e-3. Same accountant/conversion options and argument checks as dpsgd_epsilon.
     """
     epsilon = V.positive("epsilon", epsilon)

@@ -131,7 +131,7 @@ def per_query_gaussian_multiplier(
 
 
 def per_query_pure_epsilon(epsilon: float, delta: float, n_queries: int) -> tuple[float, str]:
-    """Per-query ε (the exponential-mechanism β) of subsample-and-aggregate (vdm2020 §2.5, Alg. 8, Eq. 61).
+    """Per-query ε (the exponential-mechanism β) of subsample-and-aggregate (van der Maaten & Hannun 2020, §3.2 and App. C.2, Alg. 8, Eq. 61).
 
     δ = 0: β = ε/B ("standard", Thm 7). δ > 0: β = max(ε/B, √(2/B)(√(ln(1/δ)+ε) − √(ln(1/δ)))), the second
     being advanced composition with δ′ = δ (Thm 8); returns ("advanced") only if it is strictly larger.
@@ -168,7 +168,7 @@ VOTE_BETA_RULES = ("standard", "paper")
 def vote_exponential_mechanism_beta(epsilon: float, delta: float, n_queries: int, rule: str = "standard"
                                     ) -> tuple[float, str]:
     """Inverse temperature β of subsample-and-aggregate's exponential mechanism on vote counts, for B =
-    ``n_queries`` queries with total (ε, δ) (vdm2020 §2.5, Alg. 8). Returns ``(beta, composition)``.
+    ``n_queries`` queries with total (ε, δ) (van der Maaten & Hannun 2020, App. C.2, Alg. 8). Returns ``(beta, composition)``.
 
     Replacing (or adding/removing) one training record changes one teacher's vote from class a to class b:
     two counts move by 1 in opposite directions, so sampling ∝ exp(β·count) is **2β**-DP per query (McSherry
