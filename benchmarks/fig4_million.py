@@ -12,7 +12,8 @@ import argparse
 import resource
 import time
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.methods import Context
 from dpbench.store import Store
 from dpbench.studies import vdm2020

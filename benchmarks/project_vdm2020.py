@@ -19,7 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.studies import vdm2020
 
 N_DEFAULT = 54_000  # 60,000 minus the 10% validation split (tuning) is 54,000; the test split trains on 60,000

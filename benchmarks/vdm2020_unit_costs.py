@@ -17,7 +17,8 @@ import time
 
 from threadpoolctl import threadpool_limits
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.methods import Context
 from dpbench.store import Store
 from dpbench.studies import vdm2020

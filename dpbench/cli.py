@@ -15,7 +15,8 @@ import argparse
 import json
 import sys
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
 
 
 def _config(args) -> dict:

@@ -13,7 +13,7 @@ An unknown key is reported with the closest known keys ("did you mean 'repetitio
 
 Numbers in exponent notation without a dot (``1e-5``, ``2E3``) are numbers: PyYAML follows YAML 1.1, which reads
 them as strings (only ``1.0e-5`` is a float there). :func:`load_yaml` reads them as floats, and
-:func:`validate_config` converts such strings in a config that Snakemake read itself, so ``delta: 1e-5`` and
+:func:`validate_schema` converts such strings in a config that Snakemake read itself, so ``delta: 1e-5`` and
 ``delta: 1.0e-5`` mean the same everywhere. (A string value that looks like such a number — none of the
 config's string keys takes one — would be converted too.)
 """
@@ -136,8 +136,10 @@ def _path_of(error) -> str:
     return "".join(parts) or "<config>"
 
 
-def validate_config(config: dict) -> dict:
-    """Validate ``config``; raise :class:`ConfigError` naming the first bad key. Returns ``config``."""
+def validate_schema(config: dict) -> dict:
+    """Check ``config`` against the JSON schema (workflow/schemas/config.schema.yaml) and for non-finite numbers;
+    raise :class:`ConfigError` naming the first bad key. Returns ``config`` (numbers given as strings coerced).
+    The studies' own checks (grids, methods, options) come on top: :func:`dpbench.studies.validate_config`."""
     import jsonschema
 
     if not isinstance(config, dict):
@@ -156,10 +158,6 @@ def validate_config(config: dict) -> dict:
         if err.validator == "additionalProperties":
             msg = f"unknown key ({msg})" + _did_you_mean(err)
         raise ConfigError(f"invalid config: {_path_of(err)}: {msg}")
-    from dpbench.studies import STUDIES
-
-    for name, study_cfg in config.get("studies", {}).items():
-        STUDIES[name].validate(study_cfg, prefix=f"studies.{name}")
     return config
 
 
@@ -187,16 +185,18 @@ def _value_at(config: dict, dotted: str):
     return obj
 
 
-def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
+def read_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     """Load ``config.yaml`` (or the first path) and merge later paths and ``overrides`` on top (each file read
-    by :func:`load_yaml`: syntax errors and duplicated keys are errors naming the file and line)."""
+    by :func:`load_yaml`: syntax errors and duplicated keys are errors naming the file and line), checked
+    against the schema only (:func:`validate_schema`). A run uses :func:`dpbench.studies.load_config`, which adds
+    the studies' checks."""
     paths = paths or (DEFAULT_CONFIG_PATH,)
     config: dict = {}
     for p in paths:
         config = deep_merge(config, load_yaml(p))
     if overrides:
         config = deep_merge(config, overrides)
-    return validate_config(config)
+    return validate_schema(config)
 
 
 def check_writable(config: dict) -> None:

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from dpbench.methods import REGISTRY
-from dpbench.results import read_results
 from dpbench.store import atomic_write_bytes
 
 
@@ -127,16 +126,6 @@ def save_figure(fig, out: str | Path, caption: str) -> str:
     atomic_write_bytes(out, buf.getvalue())
     atomic_write_bytes(out.with_suffix(".txt"), caption.encode())
     return caption
-
-
-def plot_from_files(config: dict, study_name: str, figure_name: str, inputs: list[str], out: str | Path) -> str:
-    from dpbench.studies import study
-
-    st = study(study_name)
-    df = read_results(*inputs)
-    if st.shape == "units":  # a study with its own figure kinds (panels, tables rendered as images)
-        return st.plot(config, figure_name, df, out)
-    return plot_figure(st.figure(figure_name), df, out, st.deviations(config["studies"][study_name], figure_name))
 
 
 # -- small drawing helpers shared by the study plotters -------------------------------------------------

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from dpbench import shards  # noqa: F401  (the rules call W.shards)
-from dpbench.config import check_writable, coerce_numbers, load_yaml, validate_config  # noqa: F401 (Snakefile)
-from dpbench.studies import STUDIES
+from dpbench.config import check_writable, coerce_numbers, load_yaml  # noqa: F401 (Snakefile)
+from dpbench.studies import STUDIES, validate_config
 
 
 def validated(config: dict, files=()) -> dict:
@@ -240,7 +240,7 @@ def job_series_group(config: dict, study: str, figure: str, out: str, threads: i
 
 
 def job_figure(config: dict, study: str, figure: str, inputs: list[str], out: str, log: str) -> None:
-    from dpbench.plot import plot_from_files
+    from dpbench.figures import plot_from_files
 
     with log_to(log):
         plot_from_files(config, study, figure, inputs, out)

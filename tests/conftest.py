@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 
 TINY = {
     "studies": {

@@ -2,7 +2,8 @@
 
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
 from pathlib import Path
 
 SMOKE = Path(__file__).resolve().parent.parent / "config" / "smoke.yaml"
@@ -151,7 +152,8 @@ def test_exponent_without_a_dot_is_a_number(tmp_path):
     assert cfg["studies"]["vdm2020"]["figures"]["fig1b"]["epsilons"] == [0.1, 2.0, 0.5]
     # a config Snakemake read itself (strings) is converted by the validation
     raw = yaml.safe_load(f.read_text())
-    from dpbench.config import deep_merge, load_yaml, validate_config
+    from dpbench.config import deep_merge, load_yaml
+    from dpbench.studies import validate_config
 
     merged = validate_config(deep_merge(load_yaml(DEFAULT_CONFIG_PATH), raw))
     assert merged["studies"]["vdm2020"]["figures"]["fig1b"]["epsilons"][:2] == [0.1, 2.0]

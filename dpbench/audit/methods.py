@@ -85,9 +85,9 @@ def _figure_config(config: dict, study: str, figure: str) -> dict:
     study's either way."""
     fc = ((config["studies"].get(study) or {}).get("figures") or {}).get(figure)
     if fc is None:
-        from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+        from dpbench.config import DEFAULT_CONFIG_PATH, read_config
 
-        fc = load_config(DEFAULT_CONFIG_PATH)["studies"][study]["figures"][figure]
+        fc = read_config(DEFAULT_CONFIG_PATH)["studies"][study]["figures"][figure]
     return fc
 
 
@@ -445,7 +445,7 @@ def audit_functional_mechanism(config, epsilon, twin, trials, rng):
 
 def _mean_setup(config):
     fc = _figure_config(config, "estimation", "mean_vs_d")
-    from dpbench.studies.estimation import mean_clip
+    from dpbench.methods.estimation import mean_clip
     n = int(fc["n"])
     d = int(min(fc["dims"]))
     return fc, n, d, mean_clip(fc, n, d)
@@ -512,7 +512,7 @@ def audit_mean_gaussian(config, epsilon, twin, trials, rng):
                 "n; pair: values +B vs −B (the range 2B is attained).")
 def audit_ldp_mean(config, epsilon, twin, trials, rng):
     from dpbench.methods import estimation as est
-    from dpbench.studies.estimation import ldp_clip
+    from dpbench.methods.estimation import ldp_clip
 
     fc = _figure_config(config, "estimation", "ldp_vs_n")
     B = ldp_clip(fc, int(max(fc["ns"])))

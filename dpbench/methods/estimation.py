@@ -325,3 +325,34 @@ def laplace_gaussian_rms_ratio(d: int, epsilon: float, delta: float, calibration
     d = V.count("d", d)
     s = calibrate(calibration, 1.0, 1.0, epsilon, delta).scale * epsilon  # Δ₂ = 1
     return math.sqrt(2.0 * d) / s
+
+
+# -- clip and truncation rules of the estimation study's grids (used by the study and by the audit) ----------
+
+
+def mean_clip(fc: dict, n: int, d: int) -> float:
+    """Per-coordinate clip B of ``mean_vs_d``: ``grid`` R + √(2 ln(n·d_max)) (one B for the whole d grid),
+    ``point`` R + √(2 ln(n·d)) (the bound of our numerical check, docs/studies/estimation.md#clip-bounds), or the
+    configured number."""
+    rule = fc["clip"]
+    if rule == "grid":
+        return fc["mean_range"] + math.sqrt(2 * math.log(n * max(fc["dims"])))
+    if rule == "point":
+        return fc["mean_range"] + math.sqrt(2 * math.log(n * d))
+    return float(rule)
+
+
+def ldp_clip(fc: dict, n: int) -> float:
+    """Clip B of ``ldp_vs_n``: ``grid`` R + √(2 ln n_max), ``point`` R + √(2 ln n)
+    (docs/studies/estimation.md#clip-bounds), or a number."""
+    rule = fc["clip"]
+    if rule == "grid":
+        return fc["mean_range"] + math.sqrt(2 * math.log(max(fc["ns"])))
+    if rule == "point":
+        return fc["mean_range"] + math.sqrt(2 * math.log(n))
+    return float(rule)
+
+
+def cov_radius(fc: dict, d: int) -> float:
+    """Truncation radius c = κ√d of ``cov_vs_d`` (κ = ``radius_factor``)."""
+    return fc["radius_factor"] * math.sqrt(d)

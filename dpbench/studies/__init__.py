@@ -1,5 +1,8 @@
 """The registered studies: one object per source, each implementing the study protocol
-(:mod:`dpbench.studies.protocol`) — the only interface the workflow, runner, plotter and report use."""
+(:mod:`dpbench.studies.protocol`) — the only interface the workflow, runner, plotter and report use — and the
+configuration as a run uses it: the schema (:mod:`dpbench.config`) plus every study's own checks."""
+
+from pathlib import Path
 
 from dpbench.studies import audit, estimation, membership, song2018, vdm2020, wu2016
 from dpbench.studies.protocol import Study
@@ -13,3 +16,22 @@ def study(name: str) -> Study:
         return STUDIES[name]
     except KeyError:
         raise ValueError(f"unknown study {name!r}; known: {sorted(STUDIES)}") from None
+
+
+def validate_config(config: dict) -> dict:
+    """Validate a whole configuration: the schema, then each study's own checks; raise
+    :class:`dpbench.config.ConfigError` naming the first bad key. Returns the config (numbers coerced)."""
+    from dpbench.config import validate_schema
+
+    config = validate_schema(config)
+    for name, study_cfg in config.get("studies", {}).items():
+        STUDIES[name].validate(study_cfg, prefix=f"studies.{name}")
+    return config
+
+
+def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
+    """Load ``config.yaml`` (or the first path), merge later paths and ``overrides`` on top and validate the
+    result with :func:`validate_config` (see :func:`dpbench.config.read_config`)."""
+    from dpbench.config import read_config
+
+    return validate_config(read_config(*paths, overrides=overrides))

@@ -39,6 +39,7 @@ import pandas as pd
 from dpbench import verdicts as V
 from dpbench.config import ConfigError
 from dpbench.methods import estimation as est
+from dpbench.methods.estimation import cov_radius, ldp_clip, mean_clip
 from dpbench.rng import generator
 from dpbench.studies.base import FigureSpec, left_out_note, lookup_figure
 
@@ -162,34 +163,6 @@ def prepare_dataset(config: dict) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 # clipping rules, data, seeds
 # ---------------------------------------------------------------------------------------------------------
-
-
-def mean_clip(fc: dict, n: int, d: int) -> float:
-    """Per-coordinate clip B of ``mean_vs_d``: ``grid`` R + √(2 ln(n·d_max)) (one B for the whole d grid),
-    ``point`` R + √(2 ln(n·d)) (the bound of our numerical check, docs/studies/estimation.md#clip-bounds), or the
-    configured number."""
-    rule = fc["clip"]
-    if rule == "grid":
-        return fc["mean_range"] + math.sqrt(2 * math.log(n * max(fc["dims"])))
-    if rule == "point":
-        return fc["mean_range"] + math.sqrt(2 * math.log(n * d))
-    return float(rule)
-
-
-def ldp_clip(fc: dict, n: int) -> float:
-    """Clip B of ``ldp_vs_n``: ``grid`` R + √(2 ln n_max), ``point`` R + √(2 ln n)
-    (docs/studies/estimation.md#clip-bounds), or a number."""
-    rule = fc["clip"]
-    if rule == "grid":
-        return fc["mean_range"] + math.sqrt(2 * math.log(max(fc["ns"])))
-    if rule == "point":
-        return fc["mean_range"] + math.sqrt(2 * math.log(n))
-    return float(rule)
-
-
-def cov_radius(fc: dict, d: int) -> float:
-    """Truncation radius c = κ√d of ``cov_vs_d`` (κ = ``radius_factor``)."""
-    return fc["radius_factor"] * math.sqrt(d)
 
 
 def _key(figure_name: str, kind: str, **parts) -> str:

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from dpbench.audit import REGISTRY, run_cell, variants
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 
 SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 200, "bolt_on": 5_000,
          "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000,

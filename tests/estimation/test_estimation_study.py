@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
-from dpbench.plot import plot_from_files
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
+from dpbench.figures import plot_from_files
 from dpbench.report import run_anchor_checks
 from dpbench.results import read_metadata
 from dpbench.runner import run_series
@@ -57,7 +58,7 @@ def test_classic_gaussian_allowed_for_eps_ge_1_only_without_it():
 
 def test_registered_with_figures_series_and_captions():
     cfg = load_config(DEFAULT_CONFIG_PATH)["studies"]["estimation"]
-    assert STUDIES["estimation"] is estimation
+    assert STUDIES["estimation"] is estimation.STUDY_OBJECT
     assert estimation.figure_names(cfg) == ["mean_vs_d", "cov_vs_d", "ldp_vs_n"]
     assert estimation.series(cfg, "ldp_vs_n") == ["local", "central", "non_private"]
     assert any("replace-one" in d for d in estimation.deviations(cfg, "mean_vs_d"))

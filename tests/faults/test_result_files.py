@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from tests.conftest import TINY
 from tests.workflow.test_snakemake import cell_files, snakemake
 

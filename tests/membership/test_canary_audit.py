@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from dpbench.attacks import canary as K
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.privacy.attack_bounds import NEIGHBOURING
 from dpbench.studies import membership as S
 from dpbench.studies import membership_compute as mc

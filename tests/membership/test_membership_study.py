@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
 from dpbench.studies import STUDIES
 from dpbench.studies import membership as S
 
@@ -61,7 +62,7 @@ def test_bad_config_names_the_key(override, key):
 
 def test_registered_and_default_config_valid():
     cfg = load_config(DEFAULT_CONFIG_PATH)["studies"]["membership"]
-    assert STUDIES["membership"] is S
+    assert STUDIES["membership"] is S.STUDY_OBJECT
     assert S.figure_names(cfg) == list(S.FIGURES)
     assert "functional_mechanism" not in S.series(cfg, "fig_attack_mnist")   # binary-only method
     assert S.series(cfg, "fig_attack_covertype")[0] == "non_private"

@@ -5,7 +5,8 @@ import copy
 import numpy as np
 import pytest
 
-from dpbench.config import ConfigError, validate_config
+from dpbench.config import ConfigError
+from dpbench.studies import validate_config
 from dpbench.data import add_bias_feature, unit_ball_normalise, unit_ball_rows_into, unit_sphere_rows
 from dpbench.runner import run_series
 from dpbench.studies import vdm2020

@@ -228,7 +228,7 @@ def test_fit_that_cannot_reach_the_rule_is_an_error():
 def test_default_config_uses_the_correct_calibrations():
     from pathlib import Path
 
-    from dpbench.config import load_config
+    from dpbench.studies import load_config
 
     root = Path(__file__).resolve().parents[2]
     for extra in ((), (root / "config" / "smoke.yaml",)):
@@ -247,7 +247,7 @@ def test_privacy_table_covers_every_study_and_flags_active_source_options():
     import copy
     from pathlib import Path
 
-    from dpbench.config import load_config
+    from dpbench.studies import load_config
     from dpbench.studies import privacy_table
 
     cfg = load_config(Path(__file__).resolve().parents[2] / "config.yaml")

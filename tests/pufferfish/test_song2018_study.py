@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
-from dpbench.plot import plot_from_files
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
+from dpbench.figures import plot_from_files
 from dpbench.report import run_anchor_checks
 from dpbench.results import read_metadata, read_results
 from dpbench.runner import run_series
@@ -48,7 +49,7 @@ def test_bad_config_names_the_key(override, key):
 
 def test_registered_with_figures_series_and_captions():
     cfg = load_config(DEFAULT_CONFIG_PATH)["studies"]["song2018"]
-    assert STUDIES["song2018"] is song2018
+    assert STUDIES["song2018"] is song2018.STUDY_OBJECT
     assert song2018.figure_names(cfg) == ["fig7_4", "table7_1", "table7_2", "table7_3", "fig7_5",
                                           "fig3_1", "fig3_2", "fig3_3", "fig4_1"]   # chapters 3-4 (song2018_ch34)
     assert song2018.series(cfg, "fig7_4") == ["group_dp", "gk16", "mqm_approx", "mqm_exact"]

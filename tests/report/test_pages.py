@@ -4,7 +4,8 @@ as a titled thumbnail with its caption beside it."""
 import pandas as pd
 
 from dpbench import verdicts as V
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.report import anchors_label, figure_label, gallery_html
 from dpbench.results import provenance, write_parquet
 from dpbench.workflow import caption_rst

@@ -98,7 +98,7 @@ def test_reduced_grid_rows_and_page_are_marked(monkeypatch):
 
 
 def test_repository_smoke_config_is_reduced():
-    from dpbench.config import load_config
+    from dpbench.studies import load_config
 
     from dpbench.config import DEFAULT_CONFIG_PATH
     smoke = load_config(DEFAULT_CONFIG_PATH, DEFAULT_CONFIG_PATH.parent / "config" / "smoke.yaml")

@@ -13,7 +13,8 @@ import copy
 import numpy as np
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
 from dpbench.data import kddcup99 as kdd
 from dpbench.data.registry import Dataset
 from dpbench.learn import ldp_sgd as L

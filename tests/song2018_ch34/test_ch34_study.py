@@ -6,8 +6,9 @@ import copy
 import numpy as np
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, deep_merge, load_config
-from dpbench.plot import plot_from_files
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, deep_merge
+from dpbench.studies import load_config
+from dpbench.figures import plot_from_files
 from dpbench.report import run_anchor_checks
 from dpbench.results import read_results
 from dpbench.runner import run_series

@@ -4,7 +4,8 @@ the preprocessing (privacy as labelled; the rows record ``preprocessing_data_dep
 
 import numpy as np
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from tests.raw_neighbours import halves_dataset as _ds
 from tests.raw_neighbours import outlier_neighbours as _neighbours
 from dpbench.studies import wu2016_ch3 as ch3

@@ -10,7 +10,8 @@ maxima, target mean and range) exceed it on the same pair."""
 import numpy as np
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH
+from dpbench.studies import load_config
 from dpbench.data import diabetes as dia
 from dpbench.data import warfarin as wf
 from dpbench.methods import output_perturbation as op

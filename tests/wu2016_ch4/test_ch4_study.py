@@ -7,7 +7,8 @@ import importlib.util
 import pandas as pd
 import pytest
 
-from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError, load_config
+from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
+from dpbench.studies import load_config
 from dpbench.studies import wu2016
 from dpbench.studies import wu2016_ch4 as ch4
 
