@@ -26,6 +26,7 @@ import inspect
 import logging
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -1075,88 +1076,295 @@ def alg2_anchor_check() -> dict:
             "verdict": V.HOLDS if not bad else V.FAILS, "reason": ""}
 
 
-def _mean(df, **sel):
-    g = df
-    for k, v in sel.items():
-        g = g[g[k] == v]
-    return g
+# -- decisions beyond Z standard errors (dpbench.verdicts): estimates over repetitions ---------------------------
+
+#: two-sided level of the intervals that match Z standard errors of a normal estimate (≈ 4.55 % for Z = 2)
+ALPHA = math.erfc(V.Z / math.sqrt(2.0))
+
+
+class Est(NamedTuple):
+    """A mean over repetitions with its standard error (std/√n; NaN for n < 2) and n (inf: an exact value)."""
+
+    mean: float
+    se: float = 0.0
+    n: float = math.inf
+
+
+def _est(values) -> Est:
+    v = pd.Series(values, dtype=float).dropna()
+    n = len(v)
+    return Est(float(v.mean()) if n else math.nan, float(v.std(ddof=1)) / math.sqrt(n) if n >= 2 else math.nan, n)
+
+
+def _ests(df: pd.DataFrame, by) -> dict:
+    """{group key: Est of ``value``} (keys sorted)."""
+    return {k: _est(g["value"]) for k, g in sorted(df.groupby(by), key=lambda kg: kg[0])}
+
+
+def _pm(e: Est, fmt: str = ".4g") -> str:
+    return f"{e.mean:{fmt}} ± {e.se:.2g}" if e.n >= 2 else f"{e.mean:{fmt}} (n = {e.n:g})"
+
+
+def _g(x, fmt: str = ".4g") -> str:
+    return "–" if x is None else f"{x:{fmt}}"
+
+
+def _too_few(*ests: Est):
+    """Undecided (TOO_FEW) when an estimate has fewer than 2 repetitions (standard error undefined), else None."""
+    n = min(e.n for e in ests)
+    if n < 2:
+        return V.undecided(f"{V.TOO_FEW} ({n:g} repetition{'' if n == 1 else 's'}: standard error undefined)")
+    return None
+
+
+def _below(a: Est, b: Est) -> V.Verdict:
+    """Is the mean ``a`` below the mean ``b`` beyond Z standard errors of the difference (independent estimates)?"""
+    tf = _too_few(a, b)
+    return tf if tf is not None else V.greater(b.mean, b.se, a.mean, a.se)
+
+
+def _is_lowest(name, ests: dict) -> V.Verdict:
+    """Is ``name`` the lowest mean of ``ests`` ({label: Est}), below every other beyond Z standard errors of the
+    difference (:func:`V.is_best` on the negated means)?"""
+    if name not in ests:
+        return V.undecided(V.NAN)
+    tf = _too_few(*ests.values())
+    if tf is not None:
+        return tf
+    return V.is_best(name, pd.Series({k: -e.mean for k, e in ests.items()}),
+                     pd.Series({k: e.se for k, e in ests.items()}))
+
+
+def _lowest(ests: dict):
+    """The label of the lowest mean (NaN means ignored; None if none)."""
+    finite = {k: e.mean for k, e in ests.items() if not math.isnan(e.mean)}
+    return min(finite, key=finite.get) if finite else None
+
+
+def _sd_ratio_at_least(a, b, k: float):
+    """σ_a/σ_b ≥ ``k``? (verdict, s_a/s_b, lower, upper): the two-sided 1 − ALPHA interval for the ratio of standard
+    deviations of two independent normal samples, (s_a/s_b)/√F quantiles with (n_a − 1, n_b − 1) degrees of
+    freedom; lower bound ≥ k holds, upper bound < k does not hold, else undecided (WIDE)."""
+    from scipy import stats
+
+    a, b = pd.Series(a, dtype=float).dropna(), pd.Series(b, dtype=float).dropna()
+    na, nb = len(a), len(b)
+    tf = _too_few(Est(0.0, n=na), Est(0.0, n=nb))
+    if tf is not None:
+        return tf, math.nan, math.nan, math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        F = np.float64(a.std(ddof=1)) ** 2 / np.float64(b.std(ddof=1)) ** 2
+    if np.isnan(F):
+        return V.undecided(V.NAN), math.nan, math.nan, math.nan
+    lo = math.sqrt(F / stats.f.ppf(1 - ALPHA / 2, na - 1, nb - 1))
+    hi = math.sqrt(F / stats.f.ppf(ALPHA / 2, na - 1, nb - 1))
+    v = V.holds() if lo >= k else V.fails() if hi < k else V.undecided(V.WIDE)
+    return v, math.sqrt(F), lo, hi
+
+
+def _rel_gap(g: pd.DataFrame) -> Est:
+    """Relative gap mean(private)/mean(non-private) − 1 of one batch size over the repetitions, with its
+    delta-method standard error SE(P̄ − r·N̄)/|N̄|, r = P̄/N̄. Private and non-private model r share permutation r
+    (:func:`run_ch3`), so the residuals P_r − r·N_r are paired by ``rep`` when both methods have the same
+    repetitions; otherwise the two means are taken as independent."""
+    P = g[g["method"] == "private"].set_index("rep")["value"].astype(float)
+    N = g[g["method"] == "non_private"].set_index("rep")["value"].astype(float)
+    n = min(len(P), len(N))
+    if n == 0:
+        return Est(math.nan, math.nan, 0)
+    r = P.mean() / N.mean()
+    if n < 2:
+        return Est(float(r - 1), math.nan, n)
+    if P.index.is_unique and N.index.is_unique and set(P.index) == set(N.index):
+        se = (P - r * N.reindex(P.index)).std(ddof=1) / math.sqrt(len(P)) / abs(N.mean())
+    else:
+        se = math.hypot(P.sem(), r * N.sem()) / abs(N.mean())
+    return Est(float(r - 1), float(se), n)
+
+
+def _all_parts(parts: dict) -> V.Verdict:
+    """:func:`V.all_of` over named parts; the reason names the parts that do not hold or are undecided."""
+    v = V.all_of(parts.values())
+    if v.status == V.FAILS:
+        return V.fails("; ".join(k for k, p in parts.items() if p.status == V.FAILS))
+    if v.status == V.UNDECIDED:
+        return V.undecided("; ".join(f"{p.reason} ({k})" for k, p in parts.items() if p.status == V.UNDECIDED))
+    return v
+
+
+def _parts_text(parts: dict) -> str:
+    return "; ".join(f"{k}: {p.status}" for k, p in parts.items())
+
+
+_BEYOND = f"differences beyond {V.Z:g} standard errors"
+_LEVEL = f"{1 - ALPHA:.1%}"
+
+
+def _check_a3_1(df: pd.DataFrame, add) -> None:
+    for d in df["dataset"].unique():
+        g = df[df["dataset"] == d]
+        bs = sorted(g["batch_size"].unique())
+        if len(bs) < 2:
+            continue
+        fin = g[g["iteration"] == g.groupby("batch_size")["iteration"].transform("max")]
+        b1, bl = bs[0], bs[-1]
+        g1, gl = (_rel_gap(fin[fin["batch_size"] == b]) for b in (b1, bl))
+        priv = {b: fin[(fin["batch_size"] == b) & (fin["method"] == "private")]["value"] for b in (b1, bl)}
+        sd_v, ratio, lo, hi = _sd_ratio_at_least(priv[b1], priv[bl], 1.0)
+        five = Est(0.05)
+        parts = {f"gap at b = {bl} < 5 %": _below(gl, five),
+                 f"gap at b = {b1} > 5 %": _below(five, g1),
+                 f"gap at b = {b1} > 5 × gap at b = {bl}": _below(Est(5 * gl.mean, 5 * gl.se, gl.n), g1),
+                 f"std at b = {b1} > std at b = {bl}": sd_v}
+        add("A3.1", "fig3_1", f"{DATASET_LABELS[d]}: b = {b1} private SGD is far from non-private with high variance, "
+            f"b = {bl} matches it (§3.4.3); checked as: relative gap of the final objective (mean private / mean "
+            f"non-private − 1 over the permutations, delta-method standard error) below 5 % at b = {bl}, above 5 % and "
+            f"above 5× the b = {bl} gap at b = {b1}, {_BEYOND}; std of the private final objective larger at "
+            f"b = {b1} ({_LEVEL} F interval for the ratio of standard deviations above 1)",
+            f"final objective private/non-private − 1: b = {b1}: {g1.mean:+.1%} ± {g1.se:.1%}, b = {bl}: "
+            f"{gl.mean:+.1%} ± {gl.se:.1%} (n = {g1.n:g}, {gl.n:g}); private std {priv[b1].std():.3g} vs "
+            f"{priv[bl].std():.3g} (ratio {ratio:.3g}, {_LEVEL} interval [{lo:.3g}, {hi:.3g}]); {_parts_text(parts)}",
+            gl.mean, _all_parts(parts))
+
+
+def _degradation(p: dict) -> Est:
+    """Mean final objective at the largest b minus the one at the best (lowest) b; exactly 0 if the largest is best."""
+    bl, best = max(p), _lowest(p)
+    if best is None:
+        return Est(math.nan, math.nan, 0)
+    if best == bl:
+        return Est(0.0, 0.0, p[bl].n)
+    return Est(p[bl].mean - p[best].mean, math.hypot(p[bl].se, p[best].se), min(p[bl].n, p[best].n))
+
+
+def _check_fig3_2(df: pd.DataFrame, add) -> None:
+    for d in df["dataset"].unique():
+        g = df[df["dataset"] == d]
+        priv = g[g["method"] == "private"]
+        est = {s: _ests(priv[priv["schedule"] == s], "x") for s in priv["schedule"].unique()}
+        central = g[g["method"] == "centralized"]["value"].mean()  # deterministic solver: an exact value
+        if "inv_sqrt" in est:
+            p = est["inv_sqrt"]
+            bs = list(p)
+            b1, bl, best = bs[0], bs[-1], _lowest(p)
+            inner = [V.all_of([_below(p[b], p[b1]), _below(p[b], p[bl])]) for b in bs[1:-1]]
+            v = V.any_of(inner) if inner else V.undecided(
+                f"{V.TOO_FEW} ({len(bs)} batch sizes: none between the smallest and the largest)")
+            add("A3.2a", "fig3_2", f"{DATASET_LABELS[d]}, η_t = 1/√t: increasing b helps private SGD up to a limit; "
+                "very large b degrades it (§3.4.4); checked as: some b strictly between the smallest and the largest "
+                "has a lower mean final objective than both, each difference beyond "
+                f"{V.Z:g} standard errors (does not hold when every such b is above one of the two beyond them)",
+                "mean ± standard error of the private final objective by b: " + ", ".join(
+                    f"{b:g}: {_pm(e)}" for b, e in p.items()) + f"; best b = {_g(best, 'g')}",
+                math.nan if best is None else best, v)
+        if {"inv_sqrt", "large"} <= set(est):
+            p1, p2 = est["inv_sqrt"], est["large"]
+            deg1, deg2 = _degradation(p1), _degradation(p2)
+            e1, e2 = p1[max(p1)], p2[max(p2)]
+            dist = lambda e: Est(abs(e.mean - central), e.se, e.n)  # noqa: E731
+            parts = {"smaller degradation with the larger rate": _below(deg2, deg1),
+                     "end value closer to centralized": _below(dist(e2), dist(e1))}
+            add("A3.2b", "fig3_2", f"{DATASET_LABELS[d]}: with the larger rate the degradation at large b is smaller "
+                "and the end value closer to centralized (§3.4.4); checked as: degradation (mean final objective at "
+                "the largest b − at the best b) smaller with the larger rate, and the mean at the largest b closer to "
+                f"the centralized value (deterministic, exact), {_BEYOND}",
+                f"b = {max(p1):g}: degradation from the best b {_pm(deg1, '.3g')} (1/√t) vs {_pm(deg2, '.3g')} "
+                f"(larger); distance to centralized ({central:.4g}) {_pm(dist(e1), '.3g')} vs {_pm(dist(e2), '.3g')}; "
+                f"{_parts_text(parts)}", deg2.mean - deg1.mean, _all_parts(parts))
+
+
+def _check_a3_3(df: pd.DataFrame, add) -> None:
+    fin = df[(df["iteration"] == df["updates"]) & (df["method"] == "private")]
+    vals = {s: g["value"] for s, g in fin.groupby("schedule")}
+    if {"inv_sqrt", "inv_lambda_t"} <= set(vals):
+        a, b = vals["inv_lambda_t"], vals["inv_sqrt"]
+        v, ratio, lo, hi = _sd_ratio_at_least(a, b, 10.0)
+        add("A3.3", "fig3_3", "1/(λt) dramatically increases the variance of private SGD compared with 1/√t "
+            "(§3.4.4); checked as: std of the final private objective ≥ 10×, decided by the two-sided "
+            f"{_LEVEL} F interval for the ratio of standard deviations (the level of {V.Z:g} standard errors): "
+            "lower bound ≥ 10 holds, upper bound < 10 does not hold",
+            f"std {a.std():.3g} vs {b.std():.3g} (×{ratio:.3g}, {_LEVEL} interval [{lo:.3g}, {hi:.3g}], "
+            f"n = {len(a)}, {len(b)})", ratio, v)
+
+
+def _check_a4_1a(g: pd.DataFrame, d: str, add) -> None:
+    o = g[g["panel"] == "order"]
+    if o.empty:
+        return
+    lam = float(o["l2"].iloc[0])
+    est = _ests(o, ["x", "method"])
+    per = {}                                            # c -> (expected best order, verdict, lowest mean)
+    for c in sorted({x for x, _ in est}):
+        if c == 1 / lam:
+            continue
+        want = "clean_first" if c < 1 / lam else "noisy_first"
+        ms = {m: e for (x, m), e in est.items() if x == c}
+        per[c] = (want, _is_lowest(want, ms), _lowest(ms))
+    below = [v for c, (_, v, _) in per.items() if c < 1 / lam]
+    above = [v for c, (_, v, _) in per.items() if c > 1 / lam]
+    nb, na = sum(v.holds for v in below), sum(v.holds for v in above)
+    add("A4.1a", "fig4_1", f"{DATASET_LABELS[d]}: CleanFirst best for c < 1/λ, NoisyFirst best for c > 1/λ "
+        "(Thm 4.3.1, §4.5); checked as: at every c of the grid (c = 1/λ left out) that order has the lowest mean "
+        f"|f(w_T+1) − f(v_T+1)| over the runs, below each other order beyond {V.Z:g} standard errors of the difference",
+        f"CleanFirst best beyond {V.Z:g} SE at {nb}/{len(below)} c < 1/λ, NoisyFirst at {na}/{len(above)} c > 1/λ; "
+        "per c (lowest mean, verdict): " + ", ".join(f"{c:g}: {LABELS[lo] if lo else '–'} ({v.status})"
+                                                      for c, (_, v, lo) in per.items()),
+        (nb + na) / len(per) if per else math.nan, V.all_of(below + above, "no c on either side of 1/λ"))
+
+
+def _check_a4_1c(g: pd.DataFrame, d: str, add) -> None:
+    c = g[g["panel"] == "c2"]
+    if c.empty:
+        return
+    a1 = _ests(c[c["method"] == "alg1"], "x")
+    co_rows = c[c["method"] == "clean_only"]              # one CleanOnly run is repeated at every grid c₂
+    co = _est(co_rows.groupby("rep")["value"].first() if "rep" in co_rows else co_rows["value"])
+    lo, hi = sorted((float(c["c2_lower"].iloc[0]), float(c["c2_upper"].iloc[0])))
+    inside = {x: e for x, e in a1.items() if lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9)}
+    outside = {x: e for x, e in a1.items() if x not in inside}
+    best, bi, bo = _lowest(a1), _lowest(inside), _lowest(outside)
+    if bi is None or bo is None:
+        v_in = V.undecided(f"{V.EMPTY} (no grid c₂ {'inside' if bi is None else 'outside'} the bracket)")
+    else:
+        v_hold = V.all_of([_below(inside[bi], e) for e in outside.values()])
+        v_fail = V.all_of([_below(outside[bo], e) for e in inside.values()])
+        if v_hold.holds:
+            v_in = V.holds()
+        elif v_fail.holds:
+            v_in = V.fails()
+        else:
+            v_in = V.undecided(next((x.reason for x in (v_hold, v_fail) if not x.decided), V.WIDE))
+    parts = {"best c₂ inside the bracket": v_in,
+             "some c₂ beats CleanOnly": V.any_of([_below(e, co) for e in a1.values()], "no c₂")}
+    add("A4.1c", "fig4_1", f"{DATASET_LABELS[d]}: the best c₂ lies between c₂(L) and c₂(U), and some c₂ beats "
+        "CleanOnly (§4.5); checked as: the lowest mean objective inside [c₂(L), c₂(U)] is below every grid c₂ "
+        "outside it (does not hold when the lowest outside is below every c₂ inside), and some c₂ has a mean "
+        f"below CleanOnly, {_BEYOND}",
+        f"best grid c₂ = {_g(best)}, bracket [{lo:.4g}, {hi:.4g}]; best inside {_g(bi)}: "
+        f"{_pm(inside[bi]) if bi is not None else '–'}, best outside {_g(bo)}: "
+        f"{_pm(outside[bo]) if bo is not None else '–'}; CleanOnly {_pm(co)}; {_parts_text(parts)}",
+        math.nan if best is None else best, _all_parts(parts))
 
 
 def anchor_checks(frames: dict) -> list[dict]:
+    """The chapter-3/4 anchor rows; every difference of means is decided beyond V.Z standard errors over the
+    repetitions (permutations, runs) and every variance ratio by the matching F interval (dpbench.verdicts)."""
     rows: list[dict] = []
 
     add = V.adder(rows, STUDY)  # three-valued verdicts (dpbench.verdicts)
 
     if "fig3_1" in frames:
-        df = frames["fig3_1"]
-        for d in df["dataset"].unique():
-            g = df[df["dataset"] == d]
-            bs = sorted(g["batch_size"].unique())
-            if len(bs) < 2:
-                continue
-            fin = g[g["iteration"] == g.groupby("batch_size")["iteration"].transform("max")]
-            st = fin.groupby(["batch_size", "method"])["value"].agg(["mean", "std"])
-            gap = {b: (st.loc[(b, "private"), "mean"] - st.loc[(b, "non_private"), "mean"])
-                   / st.loc[(b, "non_private"), "mean"] for b in bs}
-            b1, bl = bs[0], bs[-1]
-            ok = gap[bl] <= 0.05 and gap[b1] >= 5 * max(gap[bl], 0.01) and \
-                st.loc[(b1, "private"), "std"] > st.loc[(bl, "private"), "std"]
-            add("A3.1", "fig3_1", f"{DATASET_LABELS[d]}: b = {b1} private SGD is far from non-private with high "
-                f"variance, b = {bl} matches it (§3.4.3); checked as: relative gap at b = {bl} ≤ 5 %, gap at b = {b1} "
-                "≥ 5× that (and ≥ 5 %), std at b = {b1} larger".replace("{b1}", str(b1)),
-                f"final objective private/non-private − 1: b = {b1}: {gap[b1]:+.1%} (std {st.loc[(b1, 'private'), 'std']:.3g}),"
-                f" b = {bl}: {gap[bl]:+.1%} (std {st.loc[(bl, 'private'), 'std']:.3g})", gap[bl], ok)
+        _check_a3_1(frames["fig3_1"], add)
     if "fig3_2" in frames:
-        df = frames["fig3_2"]
-        for d in df["dataset"].unique():
-            g = df[df["dataset"] == d]
-            m = g.groupby(["schedule", "method", "x"])["value"].mean()
-            central = g[g["method"] == "centralized"]["value"].mean()
-            if ("inv_sqrt", "private") in m.index.droplevel(2):
-                p = m.loc[("inv_sqrt", "private")].sort_index()
-                best = float(p.idxmin())
-                ok = p.iloc[0] > p.min() and best < p.index.max() and p.iloc[-1] > p.min()
-                add("A3.2a", "fig3_2", f"{DATASET_LABELS[d]}, η_t = 1/√t: increasing b helps private SGD up to a limit; "
-                    "very large b degrades it (§3.4.4)", "mean objective by b: " + ", ".join(
-                        f"{int(b)}: {v:.4g}" for b, v in p.items()) + f"; best b = {best:g}", best, ok)
-            if {("inv_sqrt", "private"), ("large", "private")} <= set(m.index.droplevel(2)):
-                p1, p2 = m.loc[("inv_sqrt", "private")].sort_index(), m.loc[("large", "private")].sort_index()
-                deg1, deg2 = p1.iloc[-1] - p1.min(), p2.iloc[-1] - p2.min()
-                ok = deg2 <= deg1 and abs(p2.iloc[-1] - central) < abs(p1.iloc[-1] - central)
-                add("A3.2b", "fig3_2", f"{DATASET_LABELS[d]}: with the larger rate the degradation at large b is smaller "
-                    "and the end value closer to centralized (§3.4.4)",
-                    f"b = {int(p1.index.max())}: degradation from the best b {deg1:.3g} (1/√t) vs {deg2:.3g} (larger); "
-                    f"distance to centralized ({central:.4g}) {abs(p1.iloc[-1] - central):.3g} vs "
-                    f"{abs(p2.iloc[-1] - central):.3g}", deg2 - deg1, ok)
+        _check_fig3_2(frames["fig3_2"], add)
     if "fig3_3" in frames:
-        df = frames["fig3_3"]
-        fin = df[(df["iteration"] == df["updates"]) & (df["method"] == "private")]
-        sd = fin.groupby("schedule")["value"].std()
-        if {"inv_sqrt", "inv_lambda_t"} <= set(sd.index):
-            ratio = sd["inv_lambda_t"] / max(sd["inv_sqrt"], 1e-300)
-            add("A3.3", "fig3_3", "1/(λt) dramatically increases the variance of private SGD compared with 1/√t "
-                "(§3.4.4); checked as: std of the final private objective ≥ 10×", f"std {sd['inv_lambda_t']:.3g} vs "
-                f"{sd['inv_sqrt']:.3g} (×{ratio:.3g})", ratio, ratio >= 10)
+        _check_a3_3(frames["fig3_3"], add)
     if "fig4_1" in frames:
         df = frames["fig4_1"]
         rows.append(V.as_row(alg2_anchor_check()))
         for d in [x for x in CH4_DATASETS if x in set(df["dataset"])]:
             g = df[df["dataset"] == d]
-            o = g[g["panel"] == "order"]
-            if not o.empty:
-                lam = float(o["l2"].iloc[0])
-                m = o.groupby(["x", "method"])["value"].mean().unstack()
-                best = m.idxmin(axis=1)
-                below = [c for c in m.index if c < 1 / lam]
-                above = [c for c in m.index if c > 1 / lam]
-                okb = [best[c] == "clean_first" for c in below]
-                oka = [best[c] == "noisy_first" for c in above]
-                frac = (sum(okb) + sum(oka)) / max(1, len(okb) + len(oka))
-                add("A4.1a", "fig4_1", f"{DATASET_LABELS[d]}: CleanFirst best for c < 1/λ, NoisyFirst best for "
-                    "c > 1/λ (Thm 4.3.1, §4.5)", f"CleanFirst best at {sum(okb)}/{len(okb)} c < 1/λ, NoisyFirst at "
-                    f"{sum(oka)}/{len(oka)} c > 1/λ; best per c: " + ", ".join(f"{c:g}: {LABELS[best[c]]}"
-                                                                              for c in m.index), frac,
-                    V.all_of(okb + oka, "no c on either side of 1/λ"))
+            _check_a4_1a(g, d, add)
             e = g[g["panel"] == "epsn"]
             if not e.empty and {"alg2", "same_clean", "same_noisy"} <= set(e["method"]):
                 m = e.groupby(["x", "method"])["value"].mean().unstack().sort_index()
@@ -1183,14 +1391,5 @@ def anchor_checks(frames: dict) -> list[dict]:
                         f"{m.loc[lowest, 'alg2']:.4g} vs CleanOnly {m.loc[lowest, 'clean_only']:.4g}; Algorithm2 best "
                         f"(excluding Optimal; ties within 2 SE count) at every ε_N ≥ {np.median(m.index):g}: {best_hi}",
                         m.loc[lowest, "alg2"] - m.loc[lowest, "clean_only"], best_hi)
-            c = g[g["panel"] == "c2"]
-            if not c.empty:
-                a1 = c[c["method"] == "alg1"].groupby("x")["value"].mean().sort_index()
-                co = c[c["method"] == "clean_only"]["value"].mean()
-                lo, hi = sorted((float(c["c2_lower"].iloc[0]), float(c["c2_upper"].iloc[0])))
-                best = float(a1.idxmin())
-                inside = lo * (1 - 1e-9) <= best <= hi * (1 + 1e-9)
-                add("A4.1c", "fig4_1", f"{DATASET_LABELS[d]}: the best c₂ lies between c₂(L) and c₂(U), and some c₂ "
-                    "beats CleanOnly (§4.5)", f"best grid c₂ = {best:.4g}, bracket [{lo:.4g}, {hi:.4g}]; best "
-                    f"objective {a1.min():.4g} vs CleanOnly {co:.4g}", best, inside and a1.min() < co)
+            _check_a4_1c(g, d, add)
     return rows
