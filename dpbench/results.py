@@ -57,6 +57,49 @@ def provenance(config: dict, **extra) -> dict:
             **extra}
 
 
+#: The columns every result row carries, in every study (docs/results.md): name -> (kind, meaning). Other columns
+#: describe a study's own settings (batch size, panel, test, ...) and are documented with its figures.
+RESULT_COLUMNS: dict[str, tuple[str, str]] = {
+    "study": ("text", "the study (config key)"),
+    "figure": ("text", "the figure or table the row belongs to"),
+    "series": ("text", "the result file within the figure (a method, a dataset or a panel, as the study declares)"),
+    "method": ("text", "the algorithm that produced the row"),
+    "dataset_variant": ("text", "the data actually used: real, or the name of a labelled substitute"),
+    "epsilon": ("number", "the ε the row is plotted at (inf: non-private)"),
+    "delta": ("number", "the δ of that guarantee (0: pure ε-DP)"),
+    "budget": ("number", "the inference budget B (vdm2020: predictions answered); NaN: the method has none"),
+    "rep": ("integer", "the repetition (independent data split, training or noise draw) of the cell"),
+    "metric": ("text", "what value measures (test_accuracy, mse, l1_error, eps_lower, ...)"),
+    "value": ("number", "the measurement"),
+    "seed": ("integer", "the root seed of the run (config seed); every stream derives from it and the cell"),
+    "runtime_s": ("number", "CPU seconds of the computation behind the row (shared by the rows of one unit)"),
+}
+#: old names of core columns, rejected so that two names never mean one thing
+RENAMED = {"unit_seconds": "runtime_s", "repetition": "rep"}
+
+
+def check_result_rows(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` if it carries every column of :data:`RESULT_COLUMNS` with the declared kind; a ValueError naming
+    ``where`` (study/figure/series) and the offending columns otherwise. An empty frame passes (a series may have
+    no applicable cell)."""
+    from pandas.api import types as T
+
+    if len(df) == 0:
+        return df
+    missing = [c for c in RESULT_COLUMNS if c not in df]
+    renamed = [f"{c} (write {RENAMED[c]})" for c in RENAMED if c in df]
+    check = {"number": T.is_numeric_dtype, "integer": T.is_integer_dtype,
+             "text": lambda s: T.is_string_dtype(s) or T.is_object_dtype(s)}
+    wrong = [f"{c} ({df[c].dtype}, want {kind})" for c, (kind, _) in RESULT_COLUMNS.items()
+             if c in df and not check[kind](df[c])]
+    if missing or renamed or wrong:
+        raise ValueError(f"result rows of {where} break the result schema (dpbench.results.RESULT_COLUMNS): "
+                         + "; ".join(part for part in (f"missing {missing}" if missing else "",
+                                                       f"old names {renamed}" if renamed else "",
+                                                       f"wrong kind {wrong}" if wrong else "") if part))
+    return df
+
+
 def write_parquet(df: pd.DataFrame, path: str | Path, meta: dict) -> None:
     """Write ``df`` to ``path`` atomically with ``meta`` stored under the ``dpbench`` metadata key."""
     table = pa.Table.from_pandas(df, preserve_index=False)

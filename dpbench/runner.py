@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpbench.methods import Cell, Context
 from dpbench.methods.base import check_unit_ball
-from dpbench.results import provenance, write_parquet
+from dpbench.results import check_result_rows, provenance, write_parquet
 from dpbench.store import Store, content_key
 from dpbench.studies import study as get_study
 
@@ -198,7 +198,8 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     spec = st.figure(figure_name)
     n_jobs = int(n_jobs or config.get("n_jobs") or 1)
     if st.shape == "units":  # the study computes its own series (e.g. song2018's Pufferfish tables)
-        df = st.run_series(config, figure_name, method_name, n_jobs=n_jobs)
+        df = check_result_rows(st.run_series(config, figure_name, method_name, n_jobs=n_jobs),
+                               f"{study_name}/{figure_name}/{method_name}")
         if out is not None:
             write_parquet(df, out, provenance(config, study=study_name, figure=figure_name, series=method_name,
                                               n_jobs=n_jobs, cpu_count=os.cpu_count()))
@@ -252,7 +253,7 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             **preprocessing_columns(st, cfg, p),
             "seed": config["seed"], "cell_key": cell.key,
         })
-    df = pd.DataFrame(rows)
+    df = check_result_rows(pd.DataFrame(rows), f"{study_name}/{figure_name}/{method_name}")
     if select is not None:
         df["_order"] = [o for *_, o in plan]
     log.info("%s/%s/%s: done in %.1fs (%d rows)", study_name, figure_name, method_name,

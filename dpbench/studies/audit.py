@@ -143,6 +143,9 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
     df["dataset_variant"] = VARIANT
     df["preprocessing"] = "none (auditor-chosen records)"
     df["preprocessing_data_dependent"] = False
+    df["rep"] = [s for *_, s in jobs]             # the repeated audit (its own seed stream) of this cell
+    df["seed"] = int(config["seed"])
+    df["budget"] = float("nan")                   # no inference budget
     return df
 
 

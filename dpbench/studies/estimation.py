@@ -212,7 +212,7 @@ def _row(config, figure_name, series_name, **kw) -> dict:
            "is_substitute": False, "x_name": figure(figure_name).x_name, "curve": "", "neighbouring": est.NEIGHBOURING,
            "mechanism": "none", "noise_kind": "none", "calibration": "", "noise_scale": np.nan,
            "sensitivity": np.nan, "sensitivity_norm": "", "expected_privacy_rms": np.nan,
-           "epsilon_achieved": np.inf, "seed": config["seed"]}
+           "epsilon_achieved": np.inf, "seed": config["seed"], "budget": np.nan}  # no inference budget
     row.update(kw)
     return row
 

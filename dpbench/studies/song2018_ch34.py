@@ -539,7 +539,8 @@ def _base_row(config, figure, series_name, method, dataset, rec, x_name):
     return {"study": STUDY, "figure": figure, "series": series_name, "method": method, "method_label": LABELS[method],
             "dataset": dataset, "dataset_variant": rec["variant"], "is_substitute": bool(rec["is_substitute"]),
             "preprocessing": pre, "preprocessing_data_dependent": dep,
-            "x_name": x_name, "seed": int(config["seed"]), "applicable": True, "na_reason": ""}
+            "x_name": x_name, "seed": int(config["seed"]), "applicable": True, "na_reason": "",
+            "delta": 0.0, "budget": float("nan")}  # every report is pure ε-LDP (δ = 0); no inference budget
 
 
 def run_ch3(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
@@ -562,7 +563,7 @@ def run_ch3(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
             base = _base_row(config, figure, series_name, method, dataset, rec,
                              "batch_size" if figure == "fig3_2" else "samples")
             base.update(params, batch_size=b, schedule=s, curve=schedule_label(config, s), n_train=rec["n"],
-                        updates=rec["T"], unit_seconds=float(rec["seconds"]))
+                        updates=rec["T"], runtime_s=float(rec["seconds"]))
             tr = np.asarray(rec[f"trace_{method}"])
             for r in range(tr.shape[0]):
                 if figure == "fig3_2":
@@ -577,7 +578,7 @@ def run_ch3(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
             for s in fc["schedules"]:
                 base = _base_row(config, figure, series_name, "centralized", dataset, rec, "batch_size")
                 rows.append({**base, **params, "batch_size": int(b), "schedule": s, "curve": schedule_label(config, s),
-                             "n_train": rec["n"], "updates": 0, "unit_seconds": 0.0, "x": float(b), "rep": 0,
+                             "n_train": rec["n"], "updates": 0, "runtime_s": 0.0, "x": float(b), "rep": 0,
                              "metric": "objective", "value": rec["value"]})
     return pd.DataFrame(rows)
 
@@ -752,10 +753,10 @@ def run_ch4(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
     x_name = {"order": "c", "epsn": "epsilon_noisy", "c2": "c2"}[panel]
     for (m, x, e), rec in zip(meta, recs):
         base = _base_row(config, figure, series_name, m, dataset, rec, x_name)
-        base.update(panel=panel, epsilon_clean=p["eps_c"], epsilon_noisy=e, l2=p["l2"], batch_size=p["b"],
+        base.update(panel=panel, epsilon=e, epsilon_clean=p["eps_c"], epsilon_noisy=e, l2=p["l2"], batch_size=p["b"],
                     beta_clean=p["beta"], order=rec["order"], c1=rec["c1"], c2=rec["c2"], n_train=rec["n"],
                     n_clean=rec["n_clean"], n_noisy=rec["n_noisy"], dim=rec["dim"], updates=rec["T"],
-                    unit_seconds=float(rec["seconds"]), curve="")
+                    runtime_s=float(rec["seconds"]), curve="")
         if panel == "c2":
             base.update(c2_lower=br["c2_lower"], c2_upper=br["c2_upper"], alg2_order=br["order"],
                         order_lower=br["order_lower"])

@@ -77,7 +77,8 @@ def _row(config, figure, series, **kw) -> dict:
            "group": "", "task": "", "state": "", "lipschitz": np.nan, "sigma_max": np.nan, "noise_scale": np.nan,
            "expected_error": np.nan, "applicable": True, "na_reason": "", "quilt": "", "quilt_node": -1, "quilt_card": -1,
            "quilt_influence": np.nan, "ell": -1, "influence_norm": np.nan, "theta_argmax": "", "runtime_s": np.nan,
-           "n_trials": 0, "chain_length": -1, "seed": int(config["seed"])}
+           "n_trials": 0, "chain_length": -1, "seed": int(config["seed"]),
+           "delta": 0.0, "budget": np.nan}  # ε-Pufferfish privacy (pure, δ = 0); no inference budget
     row.update(kw)
     return row
 

@@ -252,18 +252,21 @@ def units(method: str, tests) -> list[tuple[str, tuple]]:
 
 def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, rep, curve="", metric="test_accuracy"):
     rows = []
+    private = method not in ("noiseless", "non_private")
     for t in tests:
+        delta = 1.0 / int(rec["n_train"]) if private and (TESTS[t][1] or method == "bst14") else 0.0  # budget()
         for j, e in enumerate(epsilons):
             rows.append({"study": STUDY, "figure": figure, "series": series, "method": method,
                          "method_label": LABELS[method], "dataset": dataset, "dataset_variant": rec["variant"],
                          "is_substitute": bool(rec["is_substitute"]),
                          **dict(zip(("preprocessing", "preprocessing_data_dependent"), preprocessing_label(dataset))),
                          "test": int(t), "x_name": "epsilon",
-                         "x": float(e), "epsilon": float(e), "batch_size": int(b), "passes": int(k), "rep": int(rep),
+                         "x": float(e), "epsilon": float(e), "delta": delta, "budget": float("nan"),
+                         "batch_size": int(b), "passes": int(k), "rep": int(rep),
                          "curve": curve, "metric": metric, "value": float(rec["acc"][str(t)][j]),
                          "noise_scale": float(rec["noise_scale"][str(t)][j]),
                          "sensitivity": float("nan") if rec["sensitivity"] is None else float(rec["sensitivity"]),
-                         "n_train": int(rec["n_train"]), "unit_seconds": float(rec["seconds"]),
+                         "n_train": int(rec["n_train"]), "runtime_s": float(rec["seconds"]),
                          "seed": int(config["seed"])})
     return rows
 
@@ -386,6 +389,7 @@ def run_fig3_4(config: dict, dataset: str, n_jobs: int = 1) -> pd.DataFrame:
                           "test": 4, "sweep": sweep,
                           "x_name": "passes" if sweep == "epochs" else "batch_size",
                           "x": float(k if sweep == "epochs" else b), "epsilon": float(fc["epsilon"]),
+                          "delta": 1.0 / int(rec["n_train"]), "budget": float("nan"), "runtime_s": float(t),
                           "batch_size": b, "passes": k, "rep": r, "curve": "", "n_train": int(rec["n_train"]),
                           "seed": int(config["seed"])}
                 rows.append({**common, "metric": "runtime_s", "value": float(t)})

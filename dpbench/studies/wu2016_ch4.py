@@ -488,7 +488,7 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
     seed = int(config["seed"])
     rows = []
     base = {"study": STUDY, "figure": figure, "series": series_name, "method": method, "method_label": LABELS[method],
-            "seed": seed}
+            "seed": seed, "delta": 0.0, "budget": float("nan")}  # every chapter-4 method is pure ε-DP (δ = 0)
     if figure == "fig4_8":
         reps = int(fc["repetitions"])
         recs = _parallel(fig48_unit, [(config, method, r, eps, fc["fractions"]) for r in range(reps)], n_jobs,
@@ -500,7 +500,7 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
                               **_pre_cols(config, "warfarin", False),
                               "x_name": "fraction", "x": float(frac), "epsilon": e, "rep": r,
                               "chunk_size": rec["chunk_size"][i], "n_train": rec["n_train"],
-                              "prior_baseline": rec["prior"], "unit_seconds": rec["seconds"]}
+                              "prior_baseline": rec["prior"], "runtime_s": rec["seconds"]}
                     rows.append({**common, "metric": "mse", "value": rec["mse"][i][j]})
                     rows.append({**common, "metric": "mse_scaled", "value": rec["mse_scaled"][i][j]})
                     rows.append({**common, "metric": "mi_accuracy", "value": rec["mi"][i][j]})
@@ -515,7 +515,7 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
                       "is_substitute": bool(rec["is_substitute"]), **_pre_cols(config, dataset, rec["is_substitute"]),
                       "x_name": "epsilon", "x": e, "epsilon": e, "rep": r,
                       "radius": float(rec["R"][j]), "lambda": float(rec["lam"][j]), "n_train": rec["n_train"],
-                      "unit_seconds": rec["seconds"]}
+                      "runtime_s": rec["seconds"]}
             if dataset == "diabetes":
                 rows.append({**common, "metric": "accuracy", "value": rec["accuracy"][j], "prior_baseline": np.nan})
             else:

@@ -96,9 +96,9 @@ def test_run_series_rows_cache_plots_and_anchors(config, tmp_path):
     assert (a == b).all()
     # rerunning is served from the cache and bit-identical
     again = wu2016.run_series(config, "fig4_2", "ch4_fm")
-    pd.testing.assert_frame_equal(again.drop(columns="unit_seconds"),
+    pd.testing.assert_frame_equal(again.drop(columns="runtime_s"),
                                   frames["fig4_2"][frames["fig4_2"].series == "ch4_fm"].reset_index(drop=True)
-                                  .drop(columns="unit_seconds"), check_dtype=False)
+                                  .drop(columns="runtime_s"), check_dtype=False)
     d8 = frames["fig4_8"]
     assert set(d8["x"]) == {0.2, 1.0} and set(d8["x_name"]) == {"fraction"}
     for name, df in frames.items():
