@@ -26,7 +26,6 @@ import inspect
 import logging
 import math
 import time
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -1082,18 +1081,11 @@ def alg2_anchor_check() -> dict:
 ALPHA = math.erfc(V.Z / math.sqrt(2.0))
 
 
-class Est(NamedTuple):
-    """A mean over repetitions with its standard error (std/√n; NaN for n < 2) and n (inf: an exact value)."""
-
-    mean: float
-    se: float = 0.0
-    n: float = math.inf
-
-
-def _est(values) -> Est:
-    v = pd.Series(values, dtype=float).dropna()
-    n = len(v)
-    return Est(float(v.mean()) if n else math.nan, float(v.std(ddof=1)) / math.sqrt(n) if n >= 2 else math.nan, n)
+# estimates over repetitions and their decisions: dpbench.verdicts (shared by every study)
+Est = V.Est
+_est = V.estimate
+_too_few = V.too_few
+_pm = V.pm
 
 
 def _ests(df: pd.DataFrame, by) -> dict:
@@ -1101,26 +1093,13 @@ def _ests(df: pd.DataFrame, by) -> dict:
     return {k: _est(g["value"]) for k, g in sorted(df.groupby(by), key=lambda kg: kg[0])}
 
 
-def _pm(e: Est, fmt: str = ".4g") -> str:
-    return f"{e.mean:{fmt}} ± {e.se:.2g}" if e.n >= 2 else f"{e.mean:{fmt}} (n = {e.n:g})"
-
-
 def _g(x, fmt: str = ".4g") -> str:
     return "–" if x is None else f"{x:{fmt}}"
 
 
-def _too_few(*ests: Est):
-    """Undecided (TOO_FEW) when an estimate has fewer than 2 repetitions (standard error undefined), else None."""
-    n = min(e.n for e in ests)
-    if n < 2:
-        return V.undecided(f"{V.TOO_FEW} ({n:g} repetition{'' if n == 1 else 's'}: standard error undefined)")
-    return None
-
-
 def _below(a: Est, b: Est) -> V.Verdict:
     """Is the mean ``a`` below the mean ``b`` beyond Z standard errors of the difference (independent estimates)?"""
-    tf = _too_few(a, b)
-    return tf if tf is not None else V.greater(b.mean, b.se, a.mean, a.se)
+    return V.exceeds(b, a)
 
 
 def _is_lowest(name, ests: dict) -> V.Verdict:
@@ -1182,18 +1161,8 @@ def _rel_gap(g: pd.DataFrame) -> Est:
     return Est(float(r - 1), float(se), n)
 
 
-def _all_parts(parts: dict) -> V.Verdict:
-    """:func:`V.all_of` over named parts; the reason names the parts that do not hold or are undecided."""
-    v = V.all_of(parts.values())
-    if v.status == V.FAILS:
-        return V.fails("; ".join(k for k, p in parts.items() if p.status == V.FAILS))
-    if v.status == V.UNDECIDED:
-        return V.undecided("; ".join(f"{p.reason} ({k})" for k, p in parts.items() if p.status == V.UNDECIDED))
-    return v
-
-
-def _parts_text(parts: dict) -> str:
-    return "; ".join(f"{k}: {p.status}" for k, p in parts.items())
+_all_parts = V.all_parts
+_parts_text = V.parts_text
 
 
 _BEYOND = f"differences beyond {V.Z:g} standard errors"
