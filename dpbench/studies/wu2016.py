@@ -538,7 +538,7 @@ def anchor_checks(frames: dict) -> pd.DataFrame:
                 "(Wu 2016, §3.3, Fig. 3.2); checked as: in every test the mean test accuracy at the largest ε above "
                 f"the one at the smallest ε by more than 0.02, {_BEYOND}, and the curve of the means rising with ε "
                 "(Spearman ρ > 0)",
-                f"accuracy(ε max) − accuracy(ε min) per test: "
+                "accuracy(ε max) − accuracy(ε min) per test: "
                 + ", ".join(V.pm(_minus(hi, lo), "+.3f") for hi, lo in ends)
                 + (f"; Spearman ρ(ε, accuracy) ≥ {min(rhos):.2f}" if rhos and not any(map(math.isnan, rhos))
                    else "; Spearman ρ undefined (fewer than 3 ε or a constant curve)"), min(drop), v)

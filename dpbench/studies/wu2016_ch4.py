@@ -821,7 +821,8 @@ def anchor_checks(frames: dict) -> list[dict]:
             V.exceeds(r5, 1.2))
     if have("fig4_3", ("op_data_independent", "op_oracle")):
         df = frames["fig4_3"]
-        xs = sorted(set(_means(df, "mse").loc["op_data_independent"].index) & set(_means(df, "mse").loc["op_oracle"].index))
+        m = _means(df, "mse")
+        xs = sorted(set(m.loc["op_data_independent"].index) & set(m.loc["op_oracle"].index))
         per, gmax = _close_to(df, "mse", "op_data_independent", "op_oracle", xs, 0.1)
         _, gs = _close_to(df, "mse_scaled", "op_data_independent", "op_oracle", xs, 0.1)
         add("B3", "fig4_3", "max MSE gap Data-Independent vs Oracle = 0.1 (Wu 2016, §4.4, Fig. 4.3); checked as: at every "
