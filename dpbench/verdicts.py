@@ -11,7 +11,10 @@ Rules, the same in every study:
   the claimed crossover");
 - **differences are decided beyond two standard errors** (:data:`Z`): a difference of means counts only when it
   is beyond ``Z`` standard errors of that difference; one within them is undecided (:data:`WIDE`), see
-  :func:`compare`, :func:`all_of`, :func:`best_of`;
+  :func:`compare`, :func:`all_of`, :func:`best_of`; estimates over repetitions (:class:`Est`, :func:`estimate`,
+  :func:`paired`, :func:`ratio`) are decided by :func:`exceeds` (above a value or another estimate) and
+  :func:`within` (inside a tolerance), and a single repetition (standard error undefined) is undecided
+  (:data:`TOO_FEW`), never a pass; a tie within ``Z`` standard errors is undecided, never counted as a pass;
 - **reduced grids are marked**: results computed on a configuration that is not the study's full configuration
   (the repository's ``config.yaml``) are "reduced grid: indicative only" on every row and page
   (:func:`reduced_grid`).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -205,6 +208,121 @@ def best_of(means, ses, z: float = Z):
     s = math.hypot(float(ses.get(a, 0.0) or 0.0) if not _isnan(ses.get(a)) else 0.0,
                    float(ses.get(b, 0.0) or 0.0) if not _isnan(ses.get(b)) else 0.0)
     return a if compare(order.iloc[0] - order.iloc[1], s, z) > 0 else None
+
+
+class Est(NamedTuple):
+    """A mean over repetitions with its standard error (std/√n; NaN for n < 2) and n (inf: an exact value)."""
+
+    mean: float
+    se: float = 0.0
+    n: float = math.inf
+
+
+def estimate(values) -> Est:
+    """:class:`Est` of the finite-or-inf values (NaN dropped): mean, sample std (ddof = 1)/√n, n."""
+    v = [float(x) for x in values if not _isnan(x)]
+    n = len(v)
+    if n == 0:
+        return Est(math.nan, math.nan, 0)
+    m = math.fsum(v) / n
+    if n < 2:
+        return Est(m, math.nan, n)
+    return Est(m, math.sqrt(math.fsum((x - m) ** 2 for x in v) / (n - 1) / n), n)
+
+
+def too_few(*ests: Est):
+    """Undecided (:data:`TOO_FEW`) when an estimate has fewer than 2 repetitions (standard error undefined), else
+    None."""
+    n = min(e.n for e in ests) if ests else 0
+    if n < 2:
+        return undecided(f"{TOO_FEW} ({n:g} repetition{'' if n == 1 else 's'}: standard error undefined)")
+    return None
+
+
+def _est_of(x) -> Est:
+    return x if isinstance(x, Est) else Est(float(x))
+
+
+def exceeds(a, b, z: float = Z) -> Verdict:
+    """Is ``a`` above ``b`` beyond z standard errors of the difference? ``a`` and ``b`` are independent
+    :class:`Est` or exact numbers; a difference estimated directly (e.g. :func:`paired`) is ``exceeds(d, 0.0)``.
+    Fewer than 2 repetitions: undecided (:data:`TOO_FEW`); within z standard errors: undecided (:data:`WIDE`)."""
+    a, b = _est_of(a), _est_of(b)
+    tf = too_few(a, b)
+    return tf if tf is not None else greater(a.mean, a.se, b.mean, b.se, z)
+
+
+def within(d, tol: float, z: float = Z) -> Verdict:
+    """Is the difference ``d`` (an :class:`Est`) inside (−tol, tol) beyond z standard errors? holds: both bounds
+    clear by z standard errors; does not hold: |d| above tol beyond them; else undecided (:data:`WIDE`)."""
+    d = _est_of(d)
+    tf = too_few(d)
+    if tf is not None:
+        return tf
+    if _isnan(d.mean):
+        return undecided(NAN)
+    if compare(tol - d.mean, d.se, z) > 0 and compare(d.mean + tol, d.se, z) > 0:
+        return holds()
+    if compare(d.mean - tol, d.se, z) > 0 or compare(-tol - d.mean, d.se, z) > 0:
+        return fails()
+    return undecided(WIDE)
+
+
+def _by_key(a, b):
+    """Both pandas Series keyed by repetition, unique keys, the same set of keys (a paired design)?"""
+    ia, ib = getattr(a, "index", None), getattr(b, "index", None)
+    return (ia is not None and ib is not None and ia.is_unique and ib.is_unique and len(ia) == len(ib)
+            and set(ia) == set(ib))
+
+
+def paired(a, b) -> Est:
+    """The difference mean(a) − mean(b) of two sets of repetitions (pandas Series). When both are keyed by the
+    same repetitions (the same split, permutation, seed: a paired design), its standard error is that of the
+    per-repetition differences; otherwise the two means are taken as independent."""
+    if _by_key(a, b):
+        d = a.astype(float) - b.reindex(a.index).astype(float)
+        return estimate(d.to_numpy())
+    ea, eb = estimate(list(a)), estimate(list(b))
+    return Est(ea.mean - eb.mean, math.hypot(ea.se, eb.se), min(ea.n, eb.n))
+
+
+def ratio(a, b) -> Est:
+    """The ratio r = mean(a)/mean(b) of two sets of repetitions with its delta-method standard error
+    SE(ā − r·b̄)/|b̄|: from the per-repetition residuals a_i − r·b_i when both are keyed by the same repetitions
+    (paired), else from the two independent means."""
+    ea, eb = estimate(list(a)), estimate(list(b))
+    n = min(ea.n, eb.n)
+    if n == 0 or eb.mean == 0 or _isnan(eb.mean):
+        return Est(math.nan, math.nan, n)
+    r = ea.mean / eb.mean
+    if n < 2:
+        return Est(r, math.nan, n)
+    if _by_key(a, b):
+        res = estimate((a.astype(float) - r * b.reindex(a.index).astype(float)).to_numpy())
+        return Est(r, res.se / abs(eb.mean), n)
+    return Est(r, math.hypot(ea.se, r * eb.se) / abs(eb.mean), n)
+
+
+def all_parts(parts: dict) -> Verdict:
+    """:func:`all_of` over named parts ({name: Verdict}); the reason names the parts that do not hold or are
+    undecided."""
+    v = all_of(parts.values())
+    if v.status == FAILS:
+        return fails("; ".join(k for k, p in parts.items() if p.status == FAILS))
+    if v.status == UNDECIDED:
+        return undecided("; ".join(f"{p.reason} ({k})" for k, p in parts.items() if p.status == UNDECIDED)
+                         if parts else v.reason)
+    return v
+
+
+def parts_text(parts: dict) -> str:
+    """"name: status; ..." of named parts."""
+    return "; ".join(f"{k}: {p.status}" for k, p in parts.items())
+
+
+def pm(e: Est, fmt: str = ".4g") -> str:
+    """"mean ± se" of an :class:`Est` (or "mean (n = 1)" when the standard error is undefined)."""
+    return f"{e.mean:{fmt}} ± {e.se:.2g}" if e.n >= 2 else f"{e.mean:{fmt}} (n = {e.n:g})"
 
 
 def is_best(name, means, ses, z: float = Z) -> Verdict:

@@ -83,10 +83,15 @@ def test_anchor_checks_pass_and_fail():
         "fig2a": frame("fig2a", "budget", {"loss_perturbation": {1: 0.6, 100: 0.6},
                                            "subsample_aggregate": {1: 0.9, 100: 0.5}}),
         "fig2b": frame("fig2b", "budget", {"loss_perturbation": {1: 0.9, 100: 0.9}, "dpsgd": {1: 0.9, 100: 0.9},
-                                           "subsample_aggregate": {1: 0.9, 100: 0.5}}),
+                                           "subsample_aggregate": {1: 0.8, 100: 0.5}}),
     }
     checks = vdm2020.anchor_checks(good).set_index("claim")
     assert checks.loc[["claim1b", "claim1c", "claim2", "claim3a", "claim4"], "passed"].all()
+    # "at least as well as": a tie within 2 standard errors (here: equal means, B = 1) is undecided, never a pass
+    tie = frame("fig2b", "budget", {"loss_perturbation": {1: 0.9, 100: 0.9}, "dpsgd": {1: 0.9, 100: 0.9},
+                                    "subsample_aggregate": {1: 0.9, 100: 0.5}})
+    c4 = vdm2020.anchor_checks({"fig2b": tie}).set_index("claim").loc["claim4"]
+    assert (c4["verdict"], c4["reason"]) == ("undecided", "interval too wide")
     bad = {
         "fig1b": frame("fig1b", "epsilon", {"dpsgd": {0.5: 0.2, 1: 0.3}, "loss_perturbation": {0.5: 0.8, 1: 0.8}}),
         "fig2a": frame("fig2a", "budget", {"loss_perturbation": {1: 0.1, 100: 0.1},

@@ -154,3 +154,46 @@ def test_wu2016_spearman_nan_is_undecided():
     two = [r for r in rows if r["x"] != 1.0]  # two ε per test: no trend to test, not a vacuous pass
     c = wu2016.anchor_checks({"fig3_2": pd.DataFrame(two)}).set_index("claim")
     assert c.loc["A2-scs13", "verdict"] == V.UNDECIDED and c.loc["A2-scs13", "reason"].startswith(V.TOO_FEW)
+
+
+# -- estimates over repetitions (dpbench.verdicts.Est, estimate, paired, ratio, exceeds, within) ------------------
+
+
+def test_estimate_and_single_repetition_is_too_few():
+    e = V.estimate([1.0, 2.0, 3.0, float("nan")])
+    assert e.mean == 2.0 and e.n == 3 and e.se == pytest.approx(1.0 / np.sqrt(3))
+    one = V.estimate([5.0])
+    assert one.n == 1 and np.isnan(one.se)
+    for v in (V.exceeds(one, 0.0), V.within(one, 10.0), V.exceeds(10.0, one)):
+        assert v.status == V.UNDECIDED and v.reason.startswith(V.TOO_FEW)
+    assert V.exceeds(1.0, 0.5).status == V.HOLDS                      # two exact numbers
+
+
+def test_exceeds_and_within_decide_beyond_two_standard_errors():
+    assert V.exceeds(V.Est(1.0, 0.1, 10), 0.7).status == V.HOLDS       # 0.3 > 2·0.1
+    assert V.exceeds(V.Est(1.0, 0.1, 10), 0.9).status == V.UNDECIDED   # 0.1 < 2·0.1
+    assert V.exceeds(V.Est(1.0, 0.1, 10), 1.3).status == V.FAILS
+    assert V.within(V.Est(0.05, 0.01, 10), 0.1).status == V.HOLDS      # 0.05 + 0.02 < 0.1
+    assert V.within(V.Est(-0.05, 0.01, 10), 0.1).status == V.HOLDS
+    assert V.within(V.Est(0.09, 0.01, 10), 0.1).status == V.UNDECIDED
+    assert V.within(V.Est(-0.2, 0.01, 10), 0.1).status == V.FAILS
+    assert V.within(V.Est(0.2, 0.01, 10), 0.1).status == V.FAILS
+
+
+def test_paired_and_ratio_pair_by_repetition():
+    base = pd.Series([1.0, 2.0, 3.0, 4.0], index=[0, 1, 2, 3])
+    d = V.paired(base + 0.1, base)                                     # same repetitions: exact difference
+    assert d.mean == pytest.approx(0.1) and d.se < 1e-12 and V.exceeds(d, 0.0).status == V.HOLDS
+    u = V.paired((base + 0.1).set_axis([4, 5, 6, 7]), base)            # other repetitions: independent
+    assert u.mean == pytest.approx(0.1) and u.se > 0.5 and V.exceeds(u, 0.0).status == V.UNDECIDED
+    r = V.ratio(1.5 * base, base)
+    assert r.mean == pytest.approx(1.5) and r.se < 1e-12
+    assert V.ratio((1.5 * base).set_axis([4, 5, 6, 7]), base).se > 0.1
+
+
+def test_all_parts_names_the_parts():
+    v = V.all_parts({"a": V.holds(), "b": V.fails(), "c": V.undecided(V.WIDE)})
+    assert v.status == V.FAILS and v.reason == "b"
+    v = V.all_parts({"a": V.holds(), "c": V.undecided(V.WIDE)})
+    assert v.status == V.UNDECIDED and v.reason == f"{V.WIDE} (c)"
+    assert V.parts_text({"a": V.holds()}) == "a: holds"

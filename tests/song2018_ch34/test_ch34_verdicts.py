@@ -277,3 +277,73 @@ def test_a4_1c_single_repetition_is_undecided():
     # one CleanOnly run written at every grid c₂ is still one repetition
     v, reason = _status(fig4_1_c2(GOOD, 0.5, n_clean=1), "A4.1c", "covertype")
     assert v == V.UNDECIDED and reason.startswith(V.TOO_FEW) and "CleanOnly" in reason
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A4.1b / A4.1b2 (fig4_1, panel epsn): Algorithm2 below SameClean / SameNoisy, the gap shrinking; Algorithm2 best at
+# moderate/high ε_N, CleanOnly better at the lowest (lower is better); a tie within 2 SE is undecided, never a pass
+
+
+def fig4_1_epsn(spec, clean_only=None, sd=0.01, n=10):
+    """spec: {ε_N: (Algorithm2, SameClean, SameNoisy) mean objectives}; CleanOnly's runs repeated at every ε_N."""
+    rows = []
+    for i, (x, means) in enumerate(spec.items()):
+        for j, (m, mean) in enumerate(zip(("alg2", "same_clean", "same_noisy"), means)):
+            rows += _rows(mean, sd, n, 10 * i + j, dataset="mnist", panel="epsn", method=m, x=x)
+    if clean_only is not None:
+        co = _rows(clean_only, sd, n, 99, dataset="mnist", panel="epsn", method="clean_only")
+        rows += [{**r, "x": x} for r in co for x in spec]
+    return {"fig4_1": pd.DataFrame(rows)}
+
+
+SHRINK = {1.0: (0.30, 0.50, 0.60), 3.0: (0.25, 0.35, 0.40), 10.0: (0.20, 0.25, 0.30)}
+
+
+def test_a4_1b_clear_effect_holds():
+    r = _check(fig4_1_epsn(SHRINK), "A4.1b", "mnist")
+    assert r["verdict"] == V.HOLDS and r["value"] == 1.0
+    assert "2 standard errors" in r["statement"] and "never a pass" in r["statement"]
+
+
+def test_a4_1b_reversed_does_not_hold():
+    worse = {x: (s[1] + 0.1, s[1], s[2]) for x, s in SHRINK.items()}    # Algorithm2 above SameClean everywhere
+    r = _check(fig4_1_epsn(worse), "A4.1b", "mnist")
+    assert r["verdict"] == V.FAILS and r["value"] == 0.0
+    grows = {1.0: (0.45, 0.50, 0.60), 3.0: (0.25, 0.35, 0.40), 10.0: (0.05, 0.25, 0.30)}   # the gap grows
+    v, reason = _status(fig4_1_epsn(grows), "A4.1b", "mnist")
+    assert v == V.FAILS and reason == "gap larger at the smallest ε_N than at the largest"
+
+
+def test_a4_1b_tie_within_two_standard_errors_is_undecided_not_a_pass():
+    tie = {x: (s[1], s[1] + 0.001, s[2]) for x, s in SHRINK.items()}   # Algorithm2 = SameClean within 2 SE
+    r = _check(fig4_1_epsn(tie, sd=0.05), "A4.1b", "mnist")
+    assert r["verdict"] == V.UNDECIDED and r["reason"].startswith(V.WIDE) and r["value"] == 0.0
+
+
+def test_a4_1b_single_repetition_is_undecided():
+    v, reason = _status(fig4_1_epsn(SHRINK, n=1), "A4.1b", "mnist")
+    assert v == V.UNDECIDED and reason.startswith(V.TOO_FEW)
+
+
+def test_a4_1b2_clear_effect_holds():
+    r = _check(fig4_1_epsn(SHRINK, clean_only=0.28), "A4.1b2", "mnist")
+    assert r["verdict"] == V.HOLDS and r["value"] == pytest.approx(0.02)  # Algorithm2 − CleanOnly at ε_N = 1
+
+
+def test_a4_1b2_reversed_does_not_hold():
+    v, reason = _status(fig4_1_epsn(SHRINK, clean_only=0.15), "A4.1b2", "mnist")   # CleanOnly best everywhere
+    assert v == V.FAILS and reason == "Algorithm2 lowest at every ε_N ≥ 3"
+    v, reason = _status(fig4_1_epsn(SHRINK, clean_only=0.4), "A4.1b2", "mnist")    # CleanOnly worse at ε_N = 1
+    assert v == V.FAILS and reason == "CleanOnly below Algorithm2 at ε_N = 1"
+
+
+def test_a4_1b2_tie_within_two_standard_errors_is_undecided_not_a_pass():
+    # CleanOnly ties Algorithm2 at ε_N = 10 (was a pass: "ties within 2 SE count") and at ε_N = 1
+    spec = {1.0: (0.30, 0.50, 0.60), 3.0: (0.25, 0.35, 0.40), 10.0: (0.301, 0.35, 0.40)}
+    v, reason = _status(fig4_1_epsn(spec, clean_only=0.30, sd=0.05), "A4.1b2", "mnist")
+    assert v == V.UNDECIDED and reason.startswith(V.WIDE) and "Algorithm2 lowest at every ε_N ≥ 3" in reason
+
+
+def test_a4_1b2_single_repetition_is_undecided():
+    v, reason = _status(fig4_1_epsn(SHRINK, clean_only=0.28, n=1), "A4.1b2", "mnist")
+    assert v == V.UNDECIDED and reason.startswith(V.TOO_FEW)
