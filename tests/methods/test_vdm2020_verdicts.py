@@ -10,15 +10,11 @@ import pandas as pd
 import pytest
 
 from dpbench import verdicts as V
+from tests.exact_noise import exact_noise
 from dpbench.studies import vdm2020
 
 
-def _z(n, seed):
-    """n values with mean exactly 0 and sample std (ddof = 1) exactly 1 (n = 1: [0])."""
-    if n == 1:
-        return np.zeros(1)
-    z = np.random.default_rng(seed).standard_normal(n)
-    return (z - z.mean()) / z.std(ddof=1)
+_z = exact_noise
 
 
 def frame(fig, table, sd=0.005, n=6, curve="", n_train=54000):

@@ -13,14 +13,10 @@ import pytest
 
 from dpbench import verdicts as V
 from dpbench.studies import song2018_ch34 as ch34
+from tests.exact_noise import exact_noise
 
 
-def _z(n, seed):
-    """n values with mean exactly 0 and sample std (ddof = 1) exactly 1 (n = 1: [0])."""
-    if n == 1:
-        return np.zeros(1)
-    z = np.random.default_rng(seed).standard_normal(n)
-    return (z - z.mean()) / z.std(ddof=1)
+_z = exact_noise
 
 
 def _rows(mean, sd, n, seed, **cols):

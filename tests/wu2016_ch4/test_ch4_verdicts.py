@@ -10,15 +10,11 @@ import pandas as pd
 import pytest
 
 from dpbench import verdicts as V
+from tests.exact_noise import exact_noise
 from dpbench.studies import wu2016_ch4 as ch4
 
 
-def _z(n, seed):
-    """n values with mean exactly 0 and sample std (ddof = 1) exactly 1 (n = 1: [0])."""
-    if n == 1:
-        return np.zeros(1)
-    z = np.random.default_rng(seed).standard_normal(n)
-    return (z - z.mean()) / z.std(ddof=1)
+_z = exact_noise
 
 
 def frame(spec, metric="mse", sd=0.01, n=10, shared_noise=False, **cols):
