@@ -108,9 +108,14 @@ def test_canary_config_errors_name_the_key():
 
 def test_study_audit_rows_include_canary_and_fire_on_fault(tmp_path, data_dir):
     """Through run_series → anchor_checks: the AUDIT row of output perturbation passes with the correct mechanism
-    and fails with noise ÷ 10 because of the canary audit (the average-member attacks alone stay silent)."""
+    and fails with noise ÷ 100 because of the canary audit (the average-member attacks alone stay silent).
+
+    ÷ 100, not ÷ 10: at these test sizes the canary catches ÷ 10 in about 5 of 6 random streams (ε̂_lo 0.45–0.99
+    against ε = 0.5 over seeds 1–6), so a test of ÷ 10 would pass or fail with the stream — which changes whenever
+    the hashed training or attack code changes; ÷ 100 gives ε̂_lo ≈ 7–8 on every stream tried. The audit's power
+    against ÷ 2 faults is the privacy-audit study's job (dpbench/audit)."""
     verdict = {}
-    for nf in (1.0, 0.1):
+    for nf in (1.0, 0.01):
         cfg = study_config(tmp_path / str(nf), data_dir, ["fig_attack_diabetes"],
                            methods=["non_private", "output_perturbation"], epsilons=[EPS], repetitions=1,
                            fault_injection={"noise_factor": nf}, training={"l2": 1.0},
