@@ -258,18 +258,21 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
                    "font-size:12px;width:max-content;max-width:none'")
     summary = (f"<table {table_style}><tr><th>study</th><th>source</th><th>claims that hold</th>"
                f"<th>do not hold</th><th>undecided</th><th>on a reduced grid</th></tr>{summary}</table>")
+    wrap = "style='min-width:260px;max-width:420px;white-space:normal'"   # long text wraps in its column
     rows = "".join(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td style='color:{};font-weight:bold'>{}</td><td>{}</td><td>{}</td></tr>".format(
+        f"<tr style='vertical-align:top'><td>{{}}</td><td>{{}}</td><td>{{}}</td><td {wrap}>{{}}</td><td {wrap}>{{}}</td>"
+        "<td style='color:{};font-weight:bold;max-width:260px;white-space:normal'>{}</td><td>{}</td><td>{}</td></tr>".format(
             esc(r.source), a(r.study, r.figure, r.figure), esc(r.claim), esc(r.statement), esc(r.measured),
             COLOURS.get(r.verdict, "black"), esc(verdict_text(r)), esc(r.dataset_variant),
             f"<i>{V.REDUCED_LABEL}</i>" if r.reduced_grid else "full grid")
         for r in claims.itertuples())
     table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
              f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
+    if fragment:  # the report's landing page centres its content: keep it a screen high, the table scrolls inside
+        return (f"<div style='font-family:sans-serif;width:calc(100vw - 340px);max-width:1500px'>{head}{summary}"
+                "<p><b>Every claim</b> (scroll inside the table; a figure's name opens it):</p>"
+                f"<div style='max-height:55vh;overflow:auto;border:1px solid #ccc'>{table}</div></div>")
     body = f"<div style='font-family:sans-serif'>{head}{summary}<p></p>{table}</div>"
-    if fragment:
-        return body
     return ("<html><head><meta charset='utf-8'><title>Claims</title></head><body>" + body + "</body></html>")
 
 
