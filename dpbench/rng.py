@@ -3,6 +3,10 @@
 A *key* is any string that identifies what is being randomised (a cell key plus a purpose such as
 ``"noise"`` or ``"partition"``). The key is hashed to 32-bit words so the stream depends on its content
 only, never on process, worker count or execution order.
+
+A stream is keyed by *what* is computed, never by the code that computes it: cache keys include a hash of the
+code (so an edit recomputes), stream keys leave it out (:func:`stream_key`), so an edit that does not change
+the computation — a docstring, a caption, an anchor check, a file moved — gives bit-identical results.
 """
 
 from __future__ import annotations
@@ -28,3 +32,15 @@ def seed_sequence(seed: int, key: str) -> np.random.SeedSequence:
 def generator(seed: int, key: str) -> np.random.Generator:
     """A fresh PCG64 generator for ``(seed, key)``."""
     return np.random.default_rng(seed_sequence(seed, key))
+
+
+#: payload fields that name a version of the code: they belong in cache keys, never in stream keys
+CODE_FIELDS = ("code", "train_code", "attack_code")
+
+
+def stream_key(payload: dict) -> str:
+    """The content key of ``payload`` without its code fields (:data:`CODE_FIELDS`): the key of a random stream
+    for the same computation whatever the version of the code."""
+    from dpbench.store import content_key
+
+    return content_key({k: v for k, v in payload.items() if k not in CODE_FIELDS})

@@ -103,23 +103,25 @@ class Cell:
     version: int = 1
     code: str = ""                     # hash of the method's module source: editing it reruns its cells
 
+    def _payload(self) -> dict:
+        return {"method": self.method, "version": self.version, "problem": self.problem,
+                "params": [list(p) for p in self.params], "epsilon": self.epsilon, "delta": self.delta,
+                "budget": self.budget, "rep": self.rep, "code": self.code}
+
     @property
     def key(self) -> str:
+        """The cache key: the cell and the code of its method (editing the method recomputes its cells)."""
         from dpbench.store import content_key
 
-        return content_key(
-            {
-                "method": self.method,
-                "version": self.version,
-                "problem": self.problem,
-                "params": [list(p) for p in self.params],
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "budget": self.budget,
-                "rep": self.rep,
-                "code": self.code,
-            }
-        )
+        return content_key(self._payload())
+
+    @property
+    def stream_key(self) -> str:
+        """The key of the cell's random streams: the cell without the code hash, so a code edit that does not
+        change the computation gives the same draws (:func:`dpbench.rng.stream_key`)."""
+        from dpbench.rng import stream_key
+
+        return stream_key(self._payload())
 
     @property
     def param(self) -> dict:

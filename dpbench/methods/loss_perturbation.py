@@ -108,7 +108,7 @@ class LossPerturbation(Method):
         for cell in cells:
             p = cell.param
             theta0 = trained_softmax(problem, p["l2_effective"], ctx, p["error_fraction"], p["maxiter"])
-            rng = ctx.rng(cell.key)
+            rng = ctx.rng(cell.stream_key)
             kind, scale, _ = loss_perturbation_noise(cell.epsilon, cell.delta, problem.n_classes, p["neighbouring"])
             if kind == "l2_laplace":
                 noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)

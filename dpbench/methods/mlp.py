@@ -37,7 +37,7 @@ class NonPrivateMLP(Method):
         for cell in cells:
             p = cell.param
             params = fit_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"], int(p["epochs"]),
-                             p["batch_size"], p["learning_rate"], ctx.rng(cell.key), schedule=p["schedule"])
+                             p["batch_size"], p["learning_rate"], ctx.rng(cell.stream_key), schedule=p["schedule"])
             out.append({"accuracy": float(mlp_accuracy(params, problem.X_eval, problem.y_eval)),
                         "noise_kind": "none", "noise_scale": 0.0})
         return out
@@ -106,7 +106,7 @@ class DPSGDMLP(DPSGD):
         params = dpsgd_mlp(problem.X_train, problem.y_train, problem.n_classes, p["hidden"],
                            noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
                            epochs=p["epochs"], learning_rate=p["learning_rate"],
-                           rng=[ctx.rng(c.key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
+                           rng=[ctx.rng(c.stream_key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
                            schedule=p["schedule"])
         accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
         return [self.record(a, calibration, p) for a in accs]

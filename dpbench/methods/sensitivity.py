@@ -74,7 +74,7 @@ class _TrainedModelMethod(Method):
         p = cells[0].param
         theta = trained_softmax(problem, p["l2"], ctx, p["error_fraction"], p["maxiter"])
         logits = problem.X_eval @ theta
-        return [self._evaluate(problem, theta, logits, cell, ctx.rng(cell.key)) for cell in cells]
+        return [self._evaluate(problem, theta, logits, cell, ctx.rng(cell.stream_key)) for cell in cells]
 
 
 @REGISTRY.register

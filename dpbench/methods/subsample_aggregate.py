@@ -94,7 +94,7 @@ def private_vote_accuracy(counts: np.ndarray, y_eval: np.ndarray, cells: list[Ce
     out = []
     for cell in cells:
         beta, comp = vote_exponential_mechanism_beta(cell.epsilon, cell.delta, cell.budget, beta_rule)
-        labels = exponential_mechanism(ctx.rng(cell.key), counts.astype(float), beta)
+        labels = exponential_mechanism(ctx.rng(cell.stream_key), counts.astype(float), beta)
         out.append({"accuracy": float(np.mean(labels == y_eval)), "noise_kind": "exponential",
                     "noise_scale": beta, "composition": comp,
                     "epsilon_achieved": vote_exponential_mechanism_epsilon(beta, cell.delta, cell.budget)})

@@ -37,7 +37,7 @@ from dpbench.attacks import metrics as M
 from dpbench.data import load_dataset
 from dpbench.data import transforms as T
 from dpbench.privacy import attack_bounds as B
-from dpbench.rng import generator
+from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 
 STUDY = "membership"
@@ -361,7 +361,7 @@ def model(config: dict, dataset: str, method: str, epsilon: float, role: str, in
             rows = np.nonzero(member_split(config, dataset, n, index))[0]
         else:
             rows = 2 * n + np.nonzero(shadow_halves(config, dataset, n, int(cfg["shadow_models"]))[index])[0]
-        rng = generator(config["seed"], content_key({**payload, "purpose": "training"}))
+        rng = generator(config["seed"], stream_key({**payload, "purpose": "training"}))
         W, _ = train(cfg, method, a["X"][rows], a["y"][rows], a["n_classes"], epsilon, rng, nf)
         return {"W": np.asarray(W, dtype=np.float64)}
 
@@ -416,9 +416,9 @@ def compute_cell(config: dict, dataset: str, method: str, epsilon: float, rep: i
         fpr, tpr, _ = M.roc_curve(scores, is_member)
         auc, auc_lo, auc_hi = M.auc_delong(scores, is_member, alpha)
         audit = M.epsilon_audit(scores, is_member, delta_game if math.isfinite(eps_game) else 0.0,
-                                generator(config["seed"], content_key({**cell_payload(config, dataset, method,
-                                                                                      epsilon, rep),
-                                                                       "purpose": f"audit-split/{name}"})),
+                                generator(config["seed"], stream_key({**cell_payload(config, dataset, method,
+                                                                                     epsilon, rep),
+                                                                      "purpose": f"audit-split/{name}"})),
                                 alpha)
         out["attacks"][name] = {
             "tp": tp, "fp": fp, **{k2: float(v) for k2, v in rs.items()},
@@ -473,8 +473,8 @@ def compute_canary(config: dict, dataset: str, method: str, epsilon: float) -> d
     rows = np.nonzero(member_split(config, dataset, n, 0))[0]
     nf = float(cfg["fault_injection"]["noise_factor"])
     payload = canary_payload(config, dataset, method, epsilon)
-    rng = generator(config["seed"], content_key({**payload, "purpose": "canary"}))
-    shared = int(generator(config["seed"], content_key({**payload, "purpose": "canary-shared"})).integers(2**62))
+    rng = generator(config["seed"], stream_key({**payload, "purpose": "canary"}))
+    shared = int(generator(config["seed"], stream_key({**payload, "purpose": "canary-shared"})).integers(2**62))
     eps_game, delta_game = game_budget(cfg, method, epsilon)
 
     def release(X, y, trials, r, shared_seed):

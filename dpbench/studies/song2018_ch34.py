@@ -37,7 +37,7 @@ from dpbench.data import kddcup99 as kdd
 from dpbench.data import load_dataset
 from dpbench.data import transforms as T
 from dpbench.learn import ldp_sgd as L
-from dpbench.rng import generator
+from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 from dpbench.parallel import run_units
 from dpbench.plot import mean_std_band, substitute_box
@@ -482,7 +482,7 @@ def ch3_unit(config: dict, dkey: str, b: int, schedule: str) -> dict:
         n = X.shape[0]
         R, lam = payload["R"], payload["l2"]
         Tn = n // b                                   # single pass; n mod b rows left out of the pass
-        rng = generator(config["seed"], f"song2018/ch3/{key}")
+        rng = generator(config["seed"], f"song2018/ch3/{stream_key(payload)}")
         seq = np.stack([rng.permutation(n)[:Tn * b] for _ in range(R)])
         eta = np.tile(ch3_steps(config, schedule, Tn), (2 * R, 1))
         eps = np.r_[np.full(R, payload["epsilon"]), np.full(R, np.inf)]
@@ -676,7 +676,7 @@ def ch4_unit(config: dict, dkey: str, method: str, runs: int, eps_n: float, c=No
         T1 = (nc if rule["order"] in ("CN", "C") else nn) // b
         Tn = (nc if rule["order"] == "C" else nc + nn) // b
         eta = L.two_phase_steps(rule["c1"], rule["c2"], T1, Tn)
-        rng = generator(config["seed"], f"song2018/ch4/{key}")
+        rng = generator(config["seed"], f"song2018/ch4/{stream_key(payload)}")
         per_chunk = max(1, int(4_000_000 // max(n, 1)))
         f_w, f_v = [], []
         t0 = time.perf_counter()

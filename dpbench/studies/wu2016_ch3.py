@@ -27,7 +27,7 @@ from dpbench.data import transforms as T
 from dpbench.learn import private_psgd as pp
 from dpbench.learn import psgd_many as many
 from dpbench.parallel import run_units
-from dpbench.rng import generator
+from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 
 engine = importlib.import_module("dpbench.learn.psgd")   # the module (dpbench.learn exports a function psgd)
@@ -190,7 +190,7 @@ def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: t
         ch = choices(config)
         Yk = label_matrix(a)
         l2 = ch["l2"] if convexity == "strongly_convex" else 0.0
-        rng = generator(config["seed"], f"wu2016/ch3/{key}")
+        rng = generator(config["seed"], f"wu2016/ch3/{stream_key(payload)}")
         X = a["X_train"]
         t0 = time.perf_counter()
         acc, scales, sens = {}, {}, None
@@ -356,7 +356,7 @@ def time_point(config: dict, dataset: str, sweep: str, passes: int, b: int) -> d
         for r in range(int(fc["warmup"]) + int(fc["runs"])):
             order = RUNTIME_METHODS[r % 4:] + RUNTIME_METHODS[:r % 4]
             for m in order:
-                rng = generator(config["seed"], f"wu2016/ch3/time/{key}/{m}/{r}")
+                rng = generator(config["seed"], f"wu2016/ch3/time/{stream_key(payload)}/{m}/{r}")
                 t0 = time.perf_counter()
                 _timed_call(m, X, y, passes, b, float(eps_m[0]), delta_m, ch["l2"], rng, ch)
                 dt = time.perf_counter() - t0

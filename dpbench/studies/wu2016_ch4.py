@@ -37,7 +37,7 @@ from dpbench.data import warfarin as wf
 from dpbench.methods import functional_mechanism as fm
 from dpbench.methods import objective_perturbation as objp
 from dpbench.methods import output_perturbation as op
-from dpbench.rng import generator
+from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 from dpbench.parallel import run_units
 from dpbench.plot import log_axis_at, mean_std_band, substitute_box
@@ -405,7 +405,7 @@ def unit(config: dict, dataset: str, method: str, rep: int, eps) -> dict:
 
     def compute():
         t0 = time.perf_counter()
-        rng = generator(config["seed"], f"wu2016/ch4/{key}")
+        rng = generator(config["seed"], f"wu2016/ch4/{stream_key(payload)}")
         ch = _choices(config)
         if dataset == "diabetes":
             d = load_diabetes(config)
@@ -441,7 +441,7 @@ def fig48_unit(config: dict, method: str, rep: int, eps, fractions) -> dict:
 
     def compute():
         t0 = time.perf_counter()
-        rng = generator(config["seed"], f"wu2016/ch4/{key}")
+        rng = generator(config["seed"], f"wu2016/ch4/{stream_key(payload)}")
         ch = _choices(config)
         w = load_warfarin(config)
         tr, te = _split(config, "warfarin/fig4_8", w.n, rep)
