@@ -235,7 +235,7 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
     href of a figure (None: no link); ``fragment``: no ``<html>`` wrapper (for the report's landing page)."""
     counts = claims_counts(claims)
     any_reduced = bool(claims["reduced_grid"].any()) if len(claims) else False
-    total = V.counts(claims) if len(claims) else {V.HOLDS: 0, V.FAILS: 0, V.UNDECIDED: 0}
+    total = V.counts(claims)  # zeros for no claims (claims_frame keeps the columns)
     esc = html.escape
 
     def a(study, figure, text):
@@ -282,32 +282,26 @@ def write_claims(config: dict, anchor_parquets: list[str], out_parquet, out_html
     path beside the page, the landing-page fragment whose links open the figure in the Snakemake report, and
     the report's metadata (``snakemake --report-metadata``: its presence makes the landing page show the
     workflow description, which embeds the fragment)."""
+    from dpbench.workflow import figures
+
     claims = claims_frame(anchor_parquets)
     fig_dir = Path(config["figures_dir"])
-    pngs = {(s, f) for s, f in _enabled_figures(config)}
+    pngs = set(figures(config))
 
-    def page_link(study, figure):   # the page sits in figures_dir: a relative link works from a browser
+    def target(study, figure):  # relative to figures_dir: the figure drawn by this run, else the anchor page
         return f"{study}/{figure}.png" if (study, figure) in pngs else f"{study}/anchors.html"
 
-    def report_figure(study, figure):
-        return report_link(fig_dir / study / (f"{figure}.png" if (study, figure) in pngs else "anchors.html"))
-
-    write_parquet(claims.assign(reduced_grid=claims["reduced_grid"].astype(bool)), out_parquet,
-                  provenance(config, kind="claims"))
-    atomic_write_bytes(Path(out_html), claims_html(claims, page_link).encode())
-    atomic_write_bytes(Path(out_fragment), claims_html(claims, report_figure, fragment=True).encode())
+    write_parquet(claims, out_parquet, provenance(config, kind="claims"))
+    atomic_write_bytes(Path(out_html), claims_html(claims, target).encode())  # the page sits in figures_dir
+    atomic_write_bytes(Path(out_fragment), claims_html(claims, lambda s, f: report_link(fig_dir / target(s, f)),
+                                                        fragment=True).encode())
     if out_metadata is not None:
         import yaml
 
-        c = V.counts(claims) if len(claims) else {s: 0 for s in V.STATUSES}
+        c = V.counts(claims)
         # numbers only: Snakemake 9 renders a string value's every docutils part (whole, encoding, ...)
         meta = {"claims checked": len(claims), "hold": c[V.HOLDS], "do not hold": c[V.FAILS],
                 "undecided": c[V.UNDECIDED]}
         atomic_write_bytes(Path(out_metadata), yaml.safe_dump(meta, sort_keys=False).encode())
     return claims
 
-
-def _enabled_figures(config: dict) -> list[tuple[str, str]]:
-    from dpbench.workflow import figures
-
-    return figures(config)
