@@ -21,6 +21,9 @@ if workflow.is_main_process:
     W.remove_damaged_results(CONFIG)
 else:
     CONFIG = W.coerce_numbers(dict(config))  # 1e-5 read as a string by YAML 1.1: a number, as in the main process
+# Every rule runs `python -m dpbench.jobs JOB_CONFIG KIND ...` (a shell command: no second Snakemake process per
+# job); the jobs read the config validated above from this file.
+JOB_CONFIG = W.job_config(config, CONFIG, main_process=workflow.is_main_process)
 RES = CONFIG["results_dir"]
 FIG = CONFIG["figures_dir"]
 

@@ -179,6 +179,46 @@ class log_to:
         return False
 
 
+# -- the jobs' command line: every rule runs ``python -m dpbench.jobs`` (see dpbench/jobs.py for why) ----------
+
+
+def job_config(raw: dict, config: dict, main_process: bool = True) -> str:
+    """Write the run's validated ``config`` where the jobs read it and return the path:
+    ``<results_dir>/.jobs/config-<hash>.json``, keyed by ``raw``, the config as Snakemake read it (the same in the
+    main process and in a cluster job's process, which parses the Snakefile again). The main process writes it
+    (atomically; the same content for the same config and code); a job's process only if it is missing (e.g. a
+    cluster folder the main process cannot see), with its own copy of the config."""
+    import hashlib
+
+    from dpbench.config import ConfigError
+    from dpbench.store import atomic_write_bytes
+
+    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = Path(config["results_dir"]) / ".jobs" / f"config-{digest}.json"
+    text = json.dumps(config, indent=1)
+    if json.loads(text) != config:
+        raise ConfigError("invalid config: it must be representable as JSON (string keys, lists, numbers, strings), "
+                          "because the jobs read it from a JSON file")
+    if (main_process and (not path.exists() or path.read_text() != text)) or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, text.encode())
+    return str(path)
+
+
+def job_shell(config_path: str, kind: str, *args: str) -> str:
+    """A rule's shell command: ``python -m dpbench.jobs CONFIG_JSON KIND ARGS`` with this interpreter;
+    ``args`` are Snakemake placeholders such as ``{wildcards.study}`` or ``{input:q}``."""
+    import shlex
+    import sys
+
+    from dpbench.jobs import KINDS
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}; known: {sorted(KINDS)}")
+    literal = f"{shlex.quote(sys.executable)} -m dpbench.jobs {shlex.quote(config_path)} {kind}"
+    return " ".join([literal.replace("{", "{{").replace("}", "}}"), *args])
+
+
 # -- one-line bodies for the Snakemake rules (each copies the dpbench log into the job's log file) -----
 
 

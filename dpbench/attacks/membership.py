@@ -21,7 +21,6 @@ decisions are hard guesses with :data:`MEMBER` = 1 (for accuracy and advantage).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = ["MEMBER", "NON_MEMBER", "ATTACKS", "log_softmax", "cross_entropy", "logit_confidence", "gap_attack",
            "loss_threshold_attack", "best_threshold", "shadow_features", "ShadowAttack", "lira_offline",
@@ -51,6 +50,8 @@ def _y(y, m: int, C: int) -> np.ndarray:
 
 
 def log_softmax(logits) -> np.ndarray:
+    from scipy.special import logsumexp
+
     z = _logits(logits)
     return z - logsumexp(z, axis=1, keepdims=True)
 
@@ -64,6 +65,8 @@ def cross_entropy(logits, y) -> np.ndarray:
 
 def logit_confidence(logits, y) -> np.ndarray:
     """φ = log(p_y/(1 − p_y)) = z_y − logsumexp_{c≠y} z_c, computed stably from the logits."""
+    from scipy.special import logsumexp
+
     z = _logits(logits)
     y = _y(y, z.shape[0], z.shape[1])
     rows = np.arange(z.shape[0])

@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["clopper_pearson", "roc_curve", "auc_trapezoid", "auc_delong", "tpr_at_fpr", "rate_summary",
            "epsilon_lower_bound", "epsilon_audit", "roc_on_grid", "CI_METHODS", "design_effect",
@@ -55,6 +54,8 @@ def _check_alpha(alpha: float) -> float:
 
 def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[float, float]:
     """Exact two-sided (1 − α) Clopper–Pearson interval for a binomial proportion k/n (each tail α/2)."""
+    from scipy import stats
+
     alpha = _check_alpha(alpha)
     k, n = int(k), int(n)
     if n < 1 or not 0 <= k <= n:
@@ -100,12 +101,16 @@ def auc_trapezoid(fpr, tpr) -> float:
 
 
 def _midrank(x: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     return stats.rankdata(x, method="average")
 
 
 def auc_delong(scores, is_member, alpha: float = 0.05) -> tuple[float, float, float]:
     """(AUC, lower, upper): AUC = P(score_member > score_non) + ½P(tie), with the DeLong variance (fast
     midrank algorithm) and a normal (1 − α) interval clipped to [0, 1]."""
+    from scipy import stats
+
     alpha = _check_alpha(alpha)
     s = np.asarray(scores, dtype=np.float64)
     m = _labels(is_member)
@@ -186,6 +191,8 @@ def epsilon_audit(scores, is_member, delta: float, rng: np.random.Generator, alp
     flagged selection trials from both ends of the ROC curve (the tails, where the ε bound lives, keep every
     small count); bounds the cost of the Clopper–Pearson limits for millions of trials.
     Returns the counts of the evaluation part at the chosen threshold, the point estimate and the bound."""
+    from scipy import stats
+
     s = np.asarray(scores, dtype=np.float64)
     m = _labels(is_member)
     sel = np.zeros(s.size, dtype=bool)
@@ -268,6 +275,8 @@ def _design_effects(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 def _variance_inflation(deff, K: int, alpha: float):
     """Small-K corrected inflation of the binomial variance: 1 + (deff − 1)·(t_{K−1, 1−α/2} / z_{1−α/2})²
     (1 where deff ≤ 1, is NaN or K < 2); scalar or array deff."""
+    from scipy import stats
+
     d = np.asarray(deff, dtype=np.float64)
     if K < 2:
         f = np.ones_like(d)
@@ -325,6 +334,8 @@ def clustered_clopper_pearson(k, n, alpha: float = 0.05):
 
 
 def _clustered_cp(k: np.ndarray, n: np.ndarray, alpha: float):
+    from scipy import stats
+
     kt, N = k.sum(axis=1), n.sum()
     lo_cp = np.where(kt > 0, stats.beta.ppf(alpha / 2, np.maximum(kt, 1), N - kt + 1), 0.0)
     hi_cp = np.where(kt < N, stats.beta.ppf(1 - alpha / 2, kt + 1, np.maximum(N - kt, 1)), 1.0)
@@ -407,6 +418,8 @@ def cluster_mean_interval(values, alpha: float = 0.05) -> tuple[float, float, fl
     or its TPR at a low FPR): the t interval mean ± t_{K−1, 1−α/2}·s/√K over the K independent models. Every
     model is one observation, so the interval respects the clustering by construction; it assumes the
     per-model values are roughly normal, which is crude for K ≤ 3 and for rates stuck at 0. K = 1: NaN."""
+    from scipy import stats
+
     alpha = _check_alpha(alpha)
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size < 1:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from dpbench.attacks.metrics import epsilon_audit
 
@@ -104,6 +103,8 @@ def laplace_epsilon(shift: float, scale: float) -> float:
 
 def gaussian_delta(epsilon: float, mu: float) -> float:
     """δ(ε) of the Gaussian shift mechanism with μ = Δ/σ (Balle & Wang 2018, Thm 8)."""
+    from scipy import stats
+
     e, m = float(epsilon), float(mu)
     return float(stats.norm.cdf(-e / m + m / 2) - math.exp(e) * stats.norm.cdf(-e / m - m / 2))
 
@@ -111,6 +112,8 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """Exact ε of the Gaussian shift mechanism μ = Δ/σ at δ (inverse of :func:`gaussian_delta`); 0 if δ is
     already ≥ δ(0)."""
+    from scipy import optimize
+
     if gaussian_delta(0.0, mu) <= delta:
         return 0.0
     hi = 1.0

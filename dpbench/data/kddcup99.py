@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtr
 
 from dpbench.data.download import fetch_file
 from dpbench.data.parsed import cached_parse
@@ -206,6 +205,8 @@ def load_kddcup99_substitute(seed: int = 0, n_train: int | None = None, n_test: 
     unit direction, features A z with a random orthogonal A times log-uniform scales in [0.1, 10] and an offset;
     label +1 (attack) with probability ``attack_fraction``. Row i does not depend on how many rows are drawn
     (train and test come from separate streams)."""
+    from scipy.special import ndtr
+
     n_train = KDD_N_TRAIN if n_train is None else int(n_train)
     n_test = KDD_N_TEST if n_test is None else int(n_test)
     g = generator(int(seed), "kddcup99/substitute/v1/model")
@@ -218,6 +219,8 @@ def load_kddcup99_substitute(seed: int = 0, n_train: int | None = None, n_test: 
     o /= np.linalg.norm(o)
 
     def draw(split, n):
+        from scipy.special import ndtr
+
         u = generator(int(seed), f"kddcup99/substitute/v1/{split}").standard_normal((n, n_features + 1))
         y = np.where(ndtr(u[:, 0]) < attack_fraction, 1, -1).astype(np.int64)     # row i uses row i of u only
         z = u[:, 1:] + 1.5 * y[:, None] * e[None, :] + 2.0 * o[None, :]

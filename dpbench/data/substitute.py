@@ -45,7 +45,6 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from scipy import ndimage
 
 from dpbench.data.cache import Entry, open_entry
 from dpbench.data.raw import RawSplit
@@ -94,6 +93,8 @@ class DeformedDigits:
     # ------------------------------------------------------------------ originals
     @cached_property
     def _originals(self) -> tuple[np.ndarray, np.ndarray]:
+        from scipy import ndimage
+
         from sklearn.datasets import load_digits
 
         digits = load_digits()
@@ -155,6 +156,8 @@ class DeformedDigits:
 
     def _deform(self, split: str, base: np.ndarray, indices: np.ndarray) -> np.ndarray:
         """Deform images ``base`` (n, S, S) with the streams of ``indices``; returns (n, S, S) in [0, 1]."""
+        from scipy import ndimage
+
         n = indices.size
         Finv, shift, noise = self._params(split, indices)
         d = self.deformation

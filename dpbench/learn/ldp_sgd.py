@@ -54,8 +54,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.special import expit
 
 from ..privacy import _validate as V
 from ..privacy.mechanisms import sample_l2_laplace
@@ -105,6 +103,8 @@ def gdp_reports(w, X, y, epsilon: float, l2: float, rng: np.random.Generator) ->
     """The ε-LDP oracle (4.5) applied to every row: report_i = λw + ∇ℓ(w; x_i, y_i) + Z_i, shape (m, d).
 
     Each report depends on one record only; ‖x_i‖ ≤ 1 is REQUIRED for the ε-LDP guarantee (checked)."""
+    from scipy.special import expit
+
     w = np.asarray(w, dtype=np.float64)
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -163,6 +163,8 @@ def H(c, gamma1_sq, gamma2_sq, beta1, lam):
 
 def _argmin_log(fun, lo: float, hi: float, points: int = 4001) -> tuple[float, float]:
     """Global minimiser of a 1-d function of c on [lo, hi]: a log grid, then a bounded refinement."""
+    from scipy.optimize import minimize_scalar
+
     grid = np.geomspace(lo, hi, points)
     vals = np.asarray(fun(grid), dtype=np.float64)
     i = int(np.nanargmin(vals))
@@ -264,6 +266,8 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
     arange(R)); ``checkpoints`` update counts k ∈ [0, T] at which F(w) on (X, y) is recorded (``trace``).
     Draw order: per step, the noise of the noisy models (one array draw). Rows must satisfy ‖x‖ ≤ 1.
     """
+    from scipy.special import expit
+
     X = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
     y = np.asarray(y, dtype=np.float64)
     seq = np.asarray(seq)

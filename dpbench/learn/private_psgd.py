@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..privacy import _validate as V
 from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_l2_laplace
@@ -367,6 +366,8 @@ def bst14_epsilon1(epsilon, steps, delta1) -> float:
     """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; Wu 2016,
     Alg. 3/4 line 5), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
     right-hand side is increasing, 0 at 0, and ≥ ε at the upper end)."""
+    from scipy.optimize import brentq
+
     epsilon = V.positive("epsilon", epsilon)
     steps = V.count("steps", steps)
     delta1 = V.delta_open("delta1", delta1)

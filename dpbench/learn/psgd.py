@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import expit
 
 from ..privacy import _validate as V
 from ..privacy.mechanisms import sample_l2_laplace
@@ -181,9 +180,13 @@ class LogisticLoss(MarginLoss):
         return np.logaddexp(0.0, -m)
 
     def dphi(self, m):
+        from scipy.special import expit
+
         return -expit(-m)
 
     def d2phi(self, m):
+        from scipy.special import expit
+
         return expit(m) * expit(-m)
 
 

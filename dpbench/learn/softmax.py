@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from dpbench.privacy import _validate as _v
@@ -216,6 +215,8 @@ def softmax_objective(theta_flat, X, y, l2, linear=None):
 
 
 def _lbfgs(fun, x0, gtol, ftol, maxiter, maxcor):
+    from scipy.optimize import minimize
+
     t0 = time.perf_counter()
     res = minimize(
         fun,
@@ -264,6 +265,8 @@ class _StopAtGradNorm:
 def _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor, restarts=3):
     """L-BFGS until ‖∇J‖₂ ≤ ``tol`` (scipy's own tests off: gtol = ftol = 0), restarted from the best point
     (fresh curvature memory) up to ``restarts`` times; ``RuntimeError`` if it is not reached."""
+    from scipy.optimize import minimize
+
     t0 = time.perf_counter()
     wrapped = _StopAtGradNorm(obj, tol)
     x, iterations, message = np.asarray(x0, dtype=np.float64), [0], ""

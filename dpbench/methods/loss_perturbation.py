@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import brentq
 
 from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity_grad_norm_tol
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
@@ -78,6 +77,8 @@ def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str) -
     ``neighbouring``: ε itself for ``replace_one``; for ``add_remove`` the Jacobian half ε/2 plus the noise
     term at gradient difference 2K — 1.5ε for δ = 0, and for δ > 0 ε/2 + ε_n/2 with ε_n solving
     (2K/ε_n)√(8 ln(2/δ) + 4ε_n) = σ (Thm 4's bound, same δ)."""
+    from scipy.optimize import brentq
+
     _gradient_difference(neighbouring)
     if neighbouring == "replace_one":
         return float(epsilon)

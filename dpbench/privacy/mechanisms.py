@@ -19,7 +19,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from . import _validate as V
 
@@ -107,6 +106,8 @@ def classic_gaussian_sigma(
 
 def _log_phi_diff(x, y, eps):
     """log(Φ(x) − e^eps·Φ(y)) computed in log space; −inf where the difference is ≤ 0 numerically."""
+    from scipy.special import log_ndtr
+
     lx = log_ndtr(x)
     ly = log_ndtr(y)
     d = eps + ly - lx  # log of e^eps Φ(y) / Φ(x)

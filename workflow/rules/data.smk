@@ -11,5 +11,5 @@ rule dataset:
         **W.light_resources(CONFIG, "dataset"),
     log:
         f"{RES}/logs/{{study}}/dataset.log",
-    run:
-        W.job_dataset(CONFIG, wildcards.study, output[0], log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "dataset", "{wildcards.study}", "{output:q}", "{log:q}")

@@ -21,8 +21,9 @@ rule series:
         runtime=lambda w, threads: W.series_resources(CONFIG, w.study, w.figure, w.series, threads)["runtime"],
     log:
         f"{RES}/logs/{{study}}/{{figure}}/{{series}}.log",
-    run:
-        W.job_series(CONFIG, wildcards.study, wildcards.figure, wildcards.series, output[0], threads, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "series", "{wildcards.study}", "{wildcards.figure}", "{wildcards.series}", "{output:q}",
+                    "{threads}", "{log:q}")
 
 
 # With `group_series: true` (the smoke profile) one job computes every series of a figure into one file.
@@ -42,5 +43,6 @@ rule series_group:
         runtime=lambda w, threads: W.figure_resources(CONFIG, w.study, w.figure, threads)["runtime"],
     log:
         f"{RES}/logs/{{study}}/{{figure}}/{W.GROUPED}.log",
-    run:
-        W.job_series_group(CONFIG, wildcards.study, wildcards.figure, output[0], threads, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "series_group", "{wildcards.study}", "{wildcards.figure}", "{output:q}", "{threads}",
+                    "{log:q}")

@@ -16,5 +16,6 @@ rule figure:
         **W.light_resources(CONFIG, "figure"),
     log:
         f"{RES}/logs/{{study}}/{{figure}}.plot.log",
-    run:
-        W.job_figure(CONFIG, wildcards.study, wildcards.figure, list(input), output.png, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "figure", "{wildcards.study}", "{wildcards.figure}", "{output.png:q}", "{log:q}",
+                    "{input:q}")

@@ -13,8 +13,9 @@ rule anchors:
         **W.light_resources(CONFIG, "anchors"),
     log:
         f"{RES}/logs/{{study}}/anchors.log",
-    run:
-        W.job_anchors(CONFIG, wildcards.study, list(input), output.parquet, output.html, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "anchors", "{wildcards.study}", "{output.parquet:q}", "{output.html:q}", "{log:q}",
+                    "{input:q}")
 
 
 # One overview page per study: every figure as a titled thumbnail with its caption beside it, and the verdicts.
@@ -29,8 +30,9 @@ rule gallery:
         **W.light_resources(CONFIG, "gallery"),
     log:
         f"{RES}/logs/{{study}}/gallery.log",
-    run:
-        W.job_gallery(CONFIG, wildcards.study, list(input.png), input.anchors, output.html, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "gallery", "{wildcards.study}", "{input.anchors:q}", "{output.html:q}", "{log:q}",
+                    "{input.png:q}")
 
 
 # What the ε of every method means (neighbouring relation, what it covers, the sources' options): one page.
@@ -43,8 +45,8 @@ rule privacy_table:
         **W.light_resources(CONFIG, "privacy_table"),
     log:
         f"{RES}/logs/privacy_as_labelled.log",
-    run:
-        W.job_privacy_table(CONFIG, output.html, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "privacy_table", "{output.html:q}", "{log:q}")
 
 
 # Every checked claim of every study in one table: the report's landing page (workflow/report/workflow.rst embeds
@@ -62,5 +64,6 @@ rule claims:
         **W.light_resources(CONFIG, "claims"),
     log:
         f"{RES}/logs/claims.log",
-    run:
-        W.job_claims(CONFIG, list(input), output.parquet, output.html, output.front, output.metadata, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "claims", "{output.parquet:q}", "{output.html:q}", "{output.front:q}",
+                    "{output.metadata:q}", "{log:q}", "{input:q}")

@@ -22,6 +22,6 @@ rule series_shard:
         runtime=lambda w, threads: W.shard_resources(CONFIG, w.study, w.figure, w.series, w.shard, threads)["runtime"],
     log:
         f"{RES}/logs/{{study}}/{{figure}}/shards/{{series}}/{{shard}}.log",
-    run:
-        W.job_shard(CONFIG, wildcards.study, wildcards.figure, wildcards.series, wildcards.shard, list(input),
-                    output[0], threads, log[0])
+    shell:
+        W.job_shell(JOB_CONFIG, "shard", "{wildcards.study}", "{wildcards.figure}", "{wildcards.series}",
+                    "{wildcards.shard}", "{output:q}", "{threads}", "{log:q}", "{input:q}")

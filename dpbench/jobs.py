@@ -1,0 +1,62 @@
+"""The body of every Snakemake job, as a command: ``python -m dpbench.jobs CONFIG_JSON KIND ARG ...``.
+
+The rules are ``shell:`` rules that run this module (:func:`dpbench.workflow.job_shell` writes the command), not
+``run:`` blocks: Snakemake executes a ``run:`` block in a new Snakemake process that parses the Snakefile and
+builds the DAG again (about 3–5 CPU-seconds per job before any work), whereas this command imports only what the
+job needs. ``CONFIG_JSON`` is the configuration the main Snakemake process validated and wrote once
+(:func:`dpbench.workflow.write_job_config`), so a job reads exactly the config the run was checked with.
+
+Each KIND takes fixed positional arguments (as in :data:`KINDS`), then, for the kinds that read files, the input
+paths. Every job writes its outputs atomically and copies the ``dpbench`` log into its log file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+#: kind -> (the :mod:`dpbench.workflow` function, its arguments after ``config``). ``threads`` is an integer; a
+#: starred name takes the remaining arguments (the job's input paths) as a list.
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "dataset": ("job_dataset", ("study", "out", "log")),
+    "series": ("job_series", ("study", "figure", "series", "out", "threads", "log")),
+    "series_group": ("job_series_group", ("study", "figure", "out", "threads", "log")),
+    "shard": ("job_shard", ("study", "figure", "series", "shard", "out", "threads", "log", "*inputs")),
+    "figure": ("job_figure", ("study", "figure", "out", "log", "*inputs")),
+    "anchors": ("job_anchors", ("study", "out_parquet", "out_html", "log", "*inputs")),
+    "gallery": ("job_gallery", ("study", "anchors", "out_html", "log", "*pngs")),
+    "privacy_table": ("job_privacy_table", ("out_html", "log")),
+    "claims": ("job_claims", ("out_parquet", "out_html", "out_fragment", "out_metadata", "log", "*anchors")),
+}
+
+
+def parse(argv: list[str]) -> tuple[str, str, dict]:
+    """``(config_path, function name, keyword arguments)`` from the command line; ValueError on a wrong count."""
+    if len(argv) < 2 or argv[1] not in KINDS:
+        raise ValueError(f"usage: python -m dpbench.jobs CONFIG_JSON KIND ARG ...; KIND one of {sorted(KINDS)}, "
+                         f"got {argv[1:2]}")
+    config_path, kind, args = argv[0], argv[1], argv[2:]
+    function, names = KINDS[kind]
+    fixed = [n for n in names if not n.startswith("*")]
+    rest = [n[1:] for n in names if n.startswith("*")]
+    if len(args) < len(fixed) or (not rest and len(args) != len(fixed)):
+        raise ValueError(f"dpbench.jobs {kind}: expected arguments {list(names)}, got {args}")
+    kwargs: dict = dict(zip(fixed, args))
+    if "threads" in kwargs:
+        kwargs["threads"] = int(kwargs["threads"])
+    if rest:
+        kwargs[rest[0]] = args[len(fixed):]
+    return config_path, function, kwargs
+
+
+def main(argv: list[str] | None = None) -> None:
+    config_path, function, kwargs = parse(sys.argv[1:] if argv is None else argv)
+    with open(config_path) as fh:
+        config = json.load(fh)
+    from dpbench import workflow
+
+    getattr(workflow, function)(config, **kwargs)
+
+
+if __name__ == "__main__":
+    main()
