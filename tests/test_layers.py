@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "dpbench"
 
 LAYERS = [
-    {"fsmode", "rng", "config", "sources", "parallel", "store", "results", "verdicts"},  # foundation
+    {"fsmode", "rng", "config", "sources", "parallel", "store", "results", "verdicts", "codehash"},  # foundation
     {"data"}, {"privacy"}, {"learn"}, {"methods"}, {"attacks"}, {"audit"},
     {"plot"},                                                                  # drawing helpers
     {"studies"},

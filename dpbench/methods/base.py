@@ -128,9 +128,6 @@ class Cell:
         return dict(self.params)
 
 
-_CODE_HASHES: dict[str, str] = {}
-
-
 class Method:
     """Base class; subclasses set the class attributes and implement the hooks."""
 
@@ -146,15 +143,16 @@ class Method:
 
     @classmethod
     def code_hash(cls) -> str:
-        """SHA-256 prefix of the source file that defines the method (part of every cell key)."""
-        import hashlib
+        """Hash of the code the method can run — its module and, transitively, every dpbench module that imports
+        (learners, mechanisms, accountants; :mod:`dpbench.codehash`); part of every cell key, so any edit of them
+        recomputes the method's cells (with identical random streams)."""
         import inspect
 
-        path = inspect.getsourcefile(cls)
-        if path not in _CODE_HASHES:
-            with open(path, "rb") as fh:
-                _CODE_HASHES[path] = hashlib.sha256(fh.read()).hexdigest()[:16]
-        return _CODE_HASHES[path]
+        from dpbench import codehash
+
+        if cls.__module__.split(".")[0] == codehash.PACKAGE:
+            return codehash.code_hash(cls.__module__)
+        return codehash.file_code_hash(inspect.getsourcefile(cls))
 
     def supports(self, epsilon: float, delta: float, budget: int) -> str | None:
         return None

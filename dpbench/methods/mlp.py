@@ -85,13 +85,6 @@ class DPSGDMLP(DPSGD):
     name = "dpsgd_mlp"
     label = "DP-SGD (MLP)"
 
-    @classmethod
-    def code_hash(cls) -> str:
-        """This module and dpbench/methods/dpsgd.py (calibration and record come from there)."""
-        import hashlib
-
-        return hashlib.sha256((Method.code_hash.__func__(cls) + DPSGD.code_hash()).encode()).hexdigest()[:16]
-
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings
         return {"clip": clip_norm(float(tuned), s["batch_size"], s["clip_scale"]),
