@@ -27,8 +27,8 @@ def _comparable(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     if "metric" in out and "value" in out:
         timed = out["metric"].astype(str).str.lower().str.contains("|".join(TIME_WORDS))
         out.loc[timed, "value"] = np.nan
-    key = out.astype(str).agg("\x1f".join, axis=1)
-    return out.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+    key = np.array(["\x1f".join(map(repr, t)) for t in out.itertuples(index=False)], dtype=object)
+    return out.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
 
 
 def compare_file(a: Path, b: Path) -> str | None:

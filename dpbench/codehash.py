@@ -4,10 +4,11 @@ function). Editing any of them recomputes the cells; editing a module outside th
 anchor check kept in its own module) does not. The random streams never depend on it
 (:func:`dpbench.rng.stream_key`), so a recompute after a pure refactoring gives identical values.
 
-Imports are read from the source (``ast``), not executed: a package's ``__init__`` is part of the closure only when
-the package itself is imported (``from dpbench.learn import fit_softmax`` reads ``dpbench/learn/__init__.py``; an
-import of ``dpbench.studies.x`` does not pull in ``dpbench/studies/__init__.py``), which is what keeps a study's
-compute module apart from its captions and plots.
+Imports are read from the source (``ast``), not executed. A package's ``__init__`` is part of the closure only when
+a name it defines is imported (``from dpbench.learn import fit_softmax`` reads ``dpbench/learn/__init__.py``;
+``from dpbench.methods import estimation`` and ``import dpbench.studies.x`` do not pull in the package's
+``__init__``, although Python runs it): that keeps a study's compute module apart from its siblings (captions,
+plots) and from the other studies.
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def _imports(path: Path, here: str, root: Path) -> set[str]:
                 mod = node.module or ""
             if mod.split(".")[0] != package:
                 continue
-            found.add(mod)
-            found.update(f"{mod}.{a.name}" for a in node.names if module_file(f"{mod}.{a.name}", root))
+            subs = {a.name for a in node.names if module_file(f"{mod}.{a.name}", root)}
+            found.update(f"{mod}.{n}" for n in subs)
+            if len(subs) < len(node.names):     # a name defined by the module (or package __init__) itself
+                found.add(mod)
     return {m for m in found if module_file(m, root) is not None}
 
 

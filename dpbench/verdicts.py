@@ -120,6 +120,35 @@ def adder(rows: list, study: str):
     return add
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A source's claim, as data: its ``id``, the ``figure`` it is checked on, the ``section`` of the source that
+    makes it, and the ``statement`` — a format string whose fields the check fills in with what it derived (a
+    tolerance, a threshold, the mechanism compared)."""
+
+    id: str
+    figure: str
+    section: str
+    statement: str
+
+
+def claim_table(*claims: Claim) -> dict[str, Claim]:
+    """``{id: claim}``; ValueError on a duplicated id."""
+    table = {c.id: c for c in claims}
+    if len(table) != len(claims):
+        raise ValueError(f"duplicated claim ids in {[c.id for c in claims]}")
+    return table
+
+
+def claim_adder(rows: list, study: str, claims: dict[str, Claim]):
+    """``add(id, measured, value, passed, **fields)`` appending the :func:`row` of claim ``id``: its figure and
+    its statement (formatted with ``fields``) come from ``claims``."""
+    def add(claim_id, measured, value, passed, **fields):
+        c = claims[claim_id]
+        rows.append(row(study, c.id, c.figure, c.statement.format(**fields), measured, value, passed))
+    return add
+
+
 def as_row(d: dict) -> dict:
     """A row built elsewhere as a dict with ``passed`` (bool or Verdict) and ``value``: normalised by :func:`row`."""
     return row(d["study"], d["claim"], d["figure"], d["statement"], d["measured"], d["value"], d["passed"])

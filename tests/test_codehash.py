@@ -14,7 +14,8 @@ def _package(tmp_path: Path) -> Path:
         "b.py": "import numpy\n",
         "d.py": "from .sub.e import g\n",
         "captions.py": "import pkg.a\nTEXT = 'a caption'\n",
-        "sub/__init__.py": "",
+        "sub/__init__.py": "Y = 1\n",
+        "f.py": "from pkg.sub import Y\n",
         "sub/c.py": "X = 1\n",
         "sub/e.py": "from ..b import *\n\ndef g():\n    return 1\n",
     }
@@ -25,7 +26,9 @@ def _package(tmp_path: Path) -> Path:
 
 def test_closure_follows_top_level_function_level_and_relative_imports(tmp_path):
     root = _package(tmp_path)
-    assert C.closure(["pkg.a"], root) == ["pkg", "pkg.a", "pkg.b", "pkg.d", "pkg.sub", "pkg.sub.c", "pkg.sub.e"]
+    # importing submodules does not pull in their package's __init__; importing a name it defines does
+    assert C.closure(["pkg.a"], root) == ["pkg.a", "pkg.b", "pkg.d", "pkg.sub.c", "pkg.sub.e"]
+    assert C.closure(["pkg.f"], root) == ["pkg.f", "pkg.sub"]
     assert "pkg.captions" not in C.closure(["pkg.a"], root)
     assert "pkg.a" in C.closure(["pkg.captions"], root)
 

@@ -176,16 +176,19 @@ DATA = ("name", "source", "shape", "data_note", "neighbouring", "figures")
 
 
 def from_module(base: type[Study], namespace: dict, **data) -> Study:
-    """The study object of a module written as functions: a subclass of ``base`` (:class:`CellStudy` or
-    :class:`UnitStudy`) whose hooks are the module's functions of the same names (``namespace``: the module's
-    ``globals()``) and whose data (``name``, ``figures``, ...) is ``data``. A required hook the module lacks is a
-    TypeError (abstract method); so is a module function whose name is one or two letters off a hook's
+    """The study object of a module (or a package's ``__init__``) written as functions: a subclass of ``base``
+    (:class:`CellStudy` or :class:`UnitStudy`) whose hooks are the functions of the same names in ``namespace``
+    (the module's ``globals()``; a package imports them from its submodules) and whose data (``name``,
+    ``figures``, ...) is ``data``. A required hook that is missing is a TypeError (abstract method); so is a
+    function of the module or its submodules in ``namespace`` whose name is one or two letters off a hook's
     (``series_thread`` for ``series_threads``): it would otherwise be silently ignored."""
     names = [n for n in hooks(base.shape) if n not in DATA]
     module = namespace.get("__name__", "?")
     funcs = {n: staticmethod(namespace[n]) for n in names if callable(namespace.get(n))}
     for k, v in namespace.items():
-        if k.startswith("_") or k in funcs or not callable(v) or getattr(v, "__module__", None) != module:
+        home = getattr(v, "__module__", None) or ""
+        ours = home == module or home.startswith(module + ".")
+        if k.startswith("_") or k in funcs or not callable(v) or not ours:
             continue
         close = difflib.get_close_matches(k, names, n=1, cutoff=0.85)
         if close:

@@ -163,3 +163,21 @@ def test_snakemake_dry_run_schedules_an_estimation_figure(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = proc.stdout
     assert "figure=mean_vs_d" in out and "series=gaussian_analytic" in out and "cov_vs_d" not in out
+
+
+def test_claims_are_data_and_match_the_figures():
+    from dpbench.studies.estimation.anchors import CLAIMS
+
+    for c in CLAIMS.values():
+        assert c.figure in estimation.FIGURES and c.section.startswith("Lecture 19")
+    for name, spec in estimation.FIGURES.items():
+        assert set(spec.anchors) <= set(CLAIMS), name
+
+
+def test_a_caption_or_plot_edit_does_not_change_the_code_hash_a_compute_edit_does():
+    from dpbench.codehash import closure
+
+    mods = closure(["dpbench.studies.estimation.compute"])
+    assert "dpbench.methods.estimation" in mods and "dpbench.privacy.mechanisms" in mods
+    assert not [m for m in mods if m.split(".")[-1] in ("captions", "plots", "anchors", "spec", "summaries")
+                or m in ("dpbench.plot", "dpbench.verdicts", "dpbench.studies.base")]
