@@ -58,7 +58,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import sample_l2_laplace
+from ..privacy.mechanisms import l2_laplace_rows, l2_laplace_sum, sample_l2_laplace
 
 __all__ = [
     "gamma_sq_upper",
@@ -316,15 +316,9 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
         if l2:
             G += l2 * W
         if noise == "batch" and noisy_idx.size:
-            u = rng.standard_normal((noisy_idx.size, d))
-            u /= np.linalg.norm(u, axis=1, keepdims=True)
-            G[noisy_idx] += u * (rng.gamma(float(d), 1.0, noisy_idx.size) * scale)[:, None]
+            G[noisy_idx] += l2_laplace_rows(rng, d, scale, noisy_idx.size)
         elif noise == "sample" and noisy_idx.size:
-            k = noisy_idx.size
-            u = rng.standard_normal((k, b, d), dtype=np.float32)
-            norms = np.sqrt(np.einsum("kbd,kbd->kb", u, u, dtype=np.float64))
-            r = rng.gamma(float(d), 1.0, (k, b)) * scale_s[model_run[noisy_idx], sl] / norms
-            G[noisy_idx] += np.einsum("kb,kbd->kd", r, u, dtype=np.float64) / b
+            G[noisy_idx] += l2_laplace_sum(rng, d, scale_s[model_run[noisy_idx], sl]) / b
         W -= eta[:, t:t + 1] * G
         if radius is not None:
             nrm = np.linalg.norm(W, axis=1)

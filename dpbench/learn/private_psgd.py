@@ -34,7 +34,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_l2_laplace
+from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_gaussian, sample_l2_laplace
 from .psgd import (
     PSGDAggregate,
     StepSchedule,
@@ -145,7 +145,7 @@ def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=(
     else:
         scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
     shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
-    z = rng.standard_normal(shape + (dim,)) * scale
+    z = sample_gaussian(rng, scale, shape + (dim,))
     return z, kind, scale
 
 

@@ -54,7 +54,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import sample_l2_laplace
+from ..privacy.mechanisms import sample_gaussian, sample_l2_laplace
 
 __all__ = [
     "MarginLoss",
@@ -381,7 +381,7 @@ def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
         batch_size = V.count("batch_size", batch_size)
 
     def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
-        return rng.standard_normal(dim) * (sigma / _divisor(batch_size, m))
+        return sample_gaussian(rng, sigma / _divisor(batch_size, m), dim)
 
     noise.sigma = sigma
     noise.batch_size = batch_size

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import classic_gaussian_sigma
+from ..privacy.mechanisms import classic_gaussian_sigma, l2_laplace_rows, sample_gaussian
 from .private_psgd import bolt_on_setup, bst14_calibration, bst14_schedule, output_noise
 from .psgd import StepSchedule, get_loss, make_schedule, total_updates
 
@@ -71,10 +71,7 @@ def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
     def noise(rng, M, d, m):
         if M != scale.size:
             raise ValueError(f"noise built for {scale.size} models, called for {M}")
-        direction = rng.standard_normal((M, d))
-        direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
-        radius = rng.gamma(float(d), 1.0, size=M) * scale
-        return direction * radius[:, None] / (m if batch_size is None else min(batch_size, m))
+        return l2_laplace_rows(rng, d, scale, M) / (m if batch_size is None else min(batch_size, m))
 
     return noise
 
@@ -91,7 +88,7 @@ def gaussian_noise_many(sigmas, batch_size: int | None = None):
     def noise(rng, M, d, m):
         if M != sig.size:
             raise ValueError(f"noise built for {sig.size} models, called for {M}")
-        return rng.standard_normal((M, d)) * (sig[:, None] / (m if batch_size is None else min(batch_size, m)))
+        return sample_gaussian(rng, sig[:, None] / (m if batch_size is None else min(batch_size, m)), (M, d))
 
     return noise
 

@@ -34,7 +34,7 @@ from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax
 from dpbench.methods.sensitivity import solver_record
-from dpbench.privacy import sample_l2_laplace
+from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
 NEIGHBOURING = ("replace_one", "add_remove")
 
@@ -113,7 +113,7 @@ class LossPerturbation(Method):
             if kind == "l2_laplace":
                 noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)
             else:
-                noise = rng.standard_normal(theta0.shape) * scale
+                noise = sample_gaussian(rng, scale, theta0.shape)
             theta = fit_softmax(problem.X_train, problem.y_train, problem.n_classes, l2=p["l2_effective"],
                                 linear=noise / problem.n_train, theta0=theta0, maxiter=p["maxiter"],
                                 grad_norm_tol=sensitivity_grad_norm_tol(problem.n_train, p["error_fraction"]))

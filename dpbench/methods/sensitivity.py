@@ -19,7 +19,7 @@ from __future__ import annotations
 from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol, solver_error_fraction
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax
-from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_l2_laplace
+from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_gaussian, sample_l2_laplace
 
 
 def minimiser_sensitivity(n: int, lam: float, error_fraction: float = SOLVER_ERROR_FRACTION) -> float:
@@ -90,7 +90,7 @@ class ModelSensitivity(_TrainedModelMethod):
         if kind == "l2_laplace":
             noise = sample_l2_laplace(rng, scale, theta.size).reshape(theta.shape)
         else:
-            noise = rng.standard_normal(theta.shape) * scale
+            noise = sample_gaussian(rng, scale, theta.shape)
         acc = accuracy_of_logits(problem.X_eval @ (theta + noise), problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": "none",
                 **solver_record(problem.n_train, p["l2"], p["error_fraction"])}
@@ -110,7 +110,7 @@ class PredictionSensitivity(_TrainedModelMethod):
         if kind == "l2_laplace":  # one independent draw per query (test point)
             noise = sample_l2_laplace(rng, scale, logits.shape[1], size=(logits.shape[0],))
         else:
-            noise = rng.standard_normal(logits.shape) * scale
+            noise = sample_gaussian(rng, scale, logits.shape)
         acc = accuracy_of_logits(logits + noise, problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": comp,
                 **solver_record(problem.n_train, p["l2"], p["error_fraction"])}

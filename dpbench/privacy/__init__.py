@@ -24,6 +24,9 @@ from .mechanisms import (
     classic_gaussian_sigma,
     exponential_mechanism,
     gaussian_mechanism_delta,
+    l2_laplace_rows,
+    l2_laplace_sum,
+    sample_gaussian,
     sample_l2_laplace,
     sample_laplace,
 )
@@ -50,6 +53,9 @@ __all__ = [
     "classic_gaussian_sigma",
     "exponential_mechanism",
     "gaussian_mechanism_delta",
+    "l2_laplace_rows",
+    "l2_laplace_sum",
+    "sample_gaussian",
     "sample_l2_laplace",
     "sample_laplace",
 ]

@@ -15,6 +15,9 @@ from dpbench.privacy import (
     classic_gaussian_sigma,
     exponential_mechanism,
     gaussian_mechanism_delta,
+    l2_laplace_rows,
+    l2_laplace_sum,
+    sample_gaussian,
     sample_l2_laplace,
     sample_laplace,
 )
@@ -139,6 +142,51 @@ def test_l2_laplace_reproducible():
     a = sample_l2_laplace(np.random.default_rng(7), 1.0, 4, size=10)
     b = sample_l2_laplace(np.random.default_rng(7), 1.0, 4, size=10)
     assert np.array_equal(a, b)
+
+
+# Draws of the samplers before they were merged (the copies in learn/psgd_many.py and learn/ldp_sgd.py), frozen:
+# the shared samplers must keep every caller's draws bit-identical.
+_OLD_L2 = [[0.016784262855950707, 4.076096364802606, -3.740348140480716],
+           [-2.4549051944305544, -1.253294296780646, -2.7334612478561704]]
+_OLD_MANY = [[0.008392131427975354, 2.038048182401303, -1.870174070240358],
+             [-0.3068631493038193, -0.15666178709758075, -0.3416826559820213]]
+_OLD_SUM = [[-1.497028875768369, 4.18095516338361, -3.2186059359855093, 0.4759466198688038],
+            [19.771810161294912, 0.4447884785972729, 12.142359854705084, 8.7957342410221]]
+
+
+def test_l2_laplace_samplers_keep_the_draws_of_the_merged_copies():
+    assert np.allclose(sample_l2_laplace(np.random.default_rng(7), 0.5, 3, 2), _OLD_L2, rtol=1e-14, atol=0)
+    # psgd_many's per-model SCS13 noise: Gamma scales 2/ε per row, divided by the batch size 4 afterwards
+    rows = l2_laplace_rows(np.random.default_rng(7), 3, 2.0 / np.array([0.5, 2.0]), 2) / 4
+    assert np.allclose(rows, _OLD_MANY, rtol=1e-14, atol=0)
+    sums = l2_laplace_sum(np.random.default_rng(7), 4, np.array([[1.0, 2, 3], [4, 5, 6]]))
+    assert np.allclose(sums, _OLD_SUM, rtol=1e-12, atol=0)   # float32 directions, float64 accumulation
+    # scalar scale 1/β is sample_l2_laplace itself
+    assert np.array_equal(l2_laplace_rows(np.random.default_rng(3), 4, 1 / 0.5, (5,)),
+                          sample_l2_laplace(np.random.default_rng(3), 0.5, 4, 5))
+
+
+def test_l2_laplace_sum_moments():
+    # each row sums b = 4 independent vectors with radius ~ Gamma(d, s): E‖Σ‖² = Σ_j d(d+1)s_j²
+    d, k = 3, 40_000
+    s = np.array([[0.5, 1.0, 1.5, 2.0]])
+    z = l2_laplace_sum(np.random.default_rng(5), d, np.repeat(s, k, axis=0))
+    assert z.shape == (k, d)
+    assert np.mean(np.sum(z * z, axis=1)) == pytest.approx(d * (d + 1) * np.sum(s**2), rel=0.03)
+    assert abs(z.mean()) < 0.05
+    with pytest.raises(ValueError, match="scale"):
+        l2_laplace_sum(np.random.default_rng(5), d, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="scale"):
+        l2_laplace_rows(np.random.default_rng(5), d, np.array([1.0, 0.0]), 2)
+
+
+def test_gaussian_sampler():
+    x = sample_gaussian(np.random.default_rng(3), np.array([[1.0], [3.0]]), (2, 50_000))
+    assert x.std(axis=1) == pytest.approx([1.0, 3.0], rel=0.02)
+    assert np.array_equal(sample_gaussian(np.random.default_rng(4), 2.0, 5),
+                          np.random.default_rng(4).standard_normal(5) * 2.0)
+    with pytest.raises(ValueError, match="sigma"):
+        sample_gaussian(np.random.default_rng(3), -1.0, 3)
 
 
 def test_laplace_sampler():
