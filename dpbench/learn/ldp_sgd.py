@@ -58,7 +58,8 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import l2_laplace_rows, l2_laplace_sum, sample_l2_laplace
+from ..privacy.mechanisms import l2_laplace_sum, sample_l2_laplace
+from ..privacy.noisy_sgd import gradient_sum_noise
 
 __all__ = [
     "gamma_sq_upper",
@@ -283,7 +284,7 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
     if noise == "batch":
         eps_m = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (M,))
         noisy_idx = np.flatnonzero(np.isfinite(eps_m))
-        scale = 2.0 / eps_m[noisy_idx] / b
+        scale = 2.0 / eps_m[noisy_idx]                           # Gamma scale of ‖Z‖ (update 3.6)
     elif noise == "sample":
         eps_s = np.asarray(epsilon, dtype=np.float64)
         if eps_s.shape != seq.shape or not np.all(eps_s > 0):
@@ -316,7 +317,7 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
         if l2:
             G += l2 * W
         if noise == "batch" and noisy_idx.size:
-            G[noisy_idx] += l2_laplace_rows(rng, d, scale, noisy_idx.size)
+            G[noisy_idx] += gradient_sum_noise(rng, "l2_laplace", scale, d, b, divide_scale=True)
         elif noise == "sample" and noisy_idx.size:
             G[noisy_idx] += l2_laplace_sum(rng, d, scale_s[model_run[noisy_idx], sl]) / b
         W -= eta[:, t:t + 1] * G

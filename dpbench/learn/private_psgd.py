@@ -35,6 +35,7 @@ from scipy.optimize import brentq
 
 from ..privacy import _validate as V
 from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_gaussian, sample_l2_laplace
+from ..privacy.noisy_sgd import scs13_calibration
 from .psgd import (
     PSGDAggregate,
     StepSchedule,
@@ -321,32 +322,25 @@ def scs13_psgd(
     X, y = _check_data(X, y)
     rng = _check_rng(rng)
     loss = get_loss(loss)
-    passes = V.count("passes", passes)
     batch_size = V.count("batch_size", batch_size)
     epsilon = V.positive("epsilon", epsilon)
     delta = V.delta_halfopen("delta", delta)
-    if loss.lipschitz != 1.0:
-        raise ValueError(f"SCS13 noise is calibrated for L = 1 losses, got L = {loss.lipschitz!r}")
-    eps_pass = epsilon / passes
-    delta_pass = delta / passes
+    cal = scs13_calibration(epsilon, delta, passes, loss.lipschitz)
+    scale = float(cal["noise_scale"][0])
     if delta == 0:
-        hook = l2_laplace_batch_noise(eps_pass)
-        kind, scale = "l2_laplace", 2.0 / eps_pass
+        hook = l2_laplace_batch_noise(float(cal["epsilon_per_pass"][0]))
     else:
-        scale = classic_gaussian_sigma(eps_pass, delta_pass, 2.0)
         hook = gaussian_batch_noise(scale)
-        kind = "gaussian"
     w, trace = psgd(X, y, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, batch_noise=hook,
                     return_trace=True, order=order)
     info = {
         "epsilon": epsilon,
         "delta": delta,
-        "passes": passes,
-        "epsilon_per_pass": eps_pass,
-        "delta_per_pass": delta_pass,
-        "budget_split": "basic composition over passes: epsilon/k (delta/k) per pass "
-                        "(docs/studies/wu2016.md#open-choices item 6)",
-        "noise_kind": kind,
+        "passes": cal["passes"],
+        "epsilon_per_pass": float(cal["epsilon_per_pass"][0]),
+        "delta_per_pass": cal["delta_per_pass"],
+        "budget_split": cal["budget_split"],
+        "noise_kind": cal["noise_kind"],
         "noise_scale": scale,
         "updates": trace["updates"],
         "noise_norms": trace["noise_norm"],

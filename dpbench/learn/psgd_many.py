@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import classic_gaussian_sigma, l2_laplace_rows, sample_gaussian
+from ..privacy.noisy_sgd import gradient_sum_noise_hook, scs13_calibration
 from .private_psgd import bolt_on_setup, bst14_calibration, bst14_schedule, output_noise
 from .psgd import StepSchedule, get_loss, make_schedule, total_updates
 
@@ -64,33 +64,13 @@ def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
     eps = np.asarray(epsilons, dtype=np.float64).ravel()
     if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
         raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
-    scale = 2.0 / eps
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-
-    def noise(rng, M, d, m):
-        if M != scale.size:
-            raise ValueError(f"noise built for {scale.size} models, called for {M}")
-        return l2_laplace_rows(rng, d, scale, M) / (m if batch_size is None else min(batch_size, m))
-
-    return noise
+    return gradient_sum_noise_hook("l2_laplace", 2.0 / eps, batch_size)
 
 
 def gaussian_noise_many(sigmas, batch_size: int | None = None):
     """Per-model N(0, σ_m² I) on the gradient SUM, i.e. / b on the average (same divisor convention as
     :func:`l2_laplace_noise_many`). Returns ``(rng, M, d, m) -> (M, d)``."""
-    sig = np.asarray(sigmas, dtype=np.float64).ravel()
-    if sig.size < 1 or not np.all(np.isfinite(sig) & (sig >= 0)):
-        raise ValueError(f"sigmas must be finite and >= 0, got {sigmas!r}")
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-
-    def noise(rng, M, d, m):
-        if M != sig.size:
-            raise ValueError(f"noise built for {sig.size} models, called for {M}")
-        return sample_gaussian(rng, sig[:, None] / (m if batch_size is None else min(batch_size, m)), (M, d))
-
-    return noise
+    return gradient_sum_noise_hook("gaussian", sigmas, batch_size)
 
 
 def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
@@ -187,23 +167,12 @@ def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     loss = get_loss(loss)
-    if loss.lipschitz != 1.0:
-        raise ValueError(f"SCS13 noise is calibrated for L = 1 losses, got L = {loss.lipschitz!r}")
-    passes = V.count("passes", passes)
-    delta = V.delta_halfopen("delta", delta)
-    eps_pass = eps / passes
-    if delta == 0:
-        scale_e = 2.0 / eps_pass
-        hook = l2_laplace_noise_many(np.repeat(eps_pass, K))
-        kind = "l2_laplace"
-    else:
-        scale_e = np.array([classic_gaussian_sigma(e, delta / passes, 2.0) for e in eps_pass])
-        hook = gaussian_noise_many(np.repeat(scale_e, K))
-        kind = "gaussian"
+    cal = scs13_calibration(eps, delta, passes, loss.lipschitz)
+    hook = gradient_sum_noise_hook(cal["noise_kind"], np.repeat(cal["noise_scale"], K))
     W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
                   batch_noise=hook)
-    return W.reshape(eps.size, K, -1), {"noise_kind": kind, "noise_scale": scale_e, "epsilon_per_pass": eps_pass,
-                                        "delta_per_pass": delta / passes}
+    return W.reshape(eps.size, K, -1), {k: cal[k] for k in ("noise_kind", "noise_scale", "epsilon_per_pass",
+                                                            "delta_per_pass")}
 
 
 def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,

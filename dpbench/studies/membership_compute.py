@@ -307,9 +307,10 @@ def training_code_hash() -> str:
     import dpbench.methods.sensitivity as m10
     import dpbench.privacy.accounting as m11
     import dpbench.privacy.mechanisms as m12
+    import dpbench.privacy.noisy_sgd as m13
 
     h = hashlib.sha256()
-    for obj in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, B, _prepare, member_split, shadow_halves,
+    for obj in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, B, _prepare, member_split, shadow_halves,
                 _binary_scores, _ova_scores, method_delta, game_budget, train, release_many):
         h.update(inspect.getsource(obj).encode())
     return h.hexdigest()[:16]

@@ -232,3 +232,33 @@ def test_exponential_mechanism_beta_zero_and_inf():
     assert set(np.unique(inf_draws)) == {1, 2}  # argmax, ties broken at random
     zero = np.bincount(exponential_mechanism(rng, u, 0.0, size=40_000), minlength=4)
     assert stats.chisquare(zero).pvalue > 1e-4
+
+
+# --- per-update noise of noisy mini-batch SGD (SCS13) ----------------------------------------------------
+
+
+def test_scs13_calibration_splits_the_budget_over_passes():
+    from dpbench.privacy.noisy_sgd import scs13_calibration
+
+    c = scs13_calibration([0.5, 2.0], 0.0, passes=4)
+    assert c["noise_kind"] == "l2_laplace"
+    np.testing.assert_array_equal(c["epsilon_per_pass"], [0.125, 0.5])
+    np.testing.assert_array_equal(c["noise_scale"], [16.0, 4.0])           # Gamma scale 2/ε_pass of ‖Z_t‖
+    g = scs13_calibration(0.8, 1e-5, passes=2)
+    assert g["noise_kind"] == "gaussian" and g["delta_per_pass"] == 5e-6
+    assert g["noise_scale"][0] == pytest.approx(2 * math.sqrt(2 * math.log(1.25 / 5e-6)) / 0.4)
+    with pytest.raises(ValueError, match="L = 1"):
+        scs13_calibration(1.0, 0.0, 1, lipschitz=2.0)
+
+
+def test_gradient_sum_noise_divisor_orders_agree():
+    from dpbench.privacy.noisy_sgd import gradient_sum_noise, gradient_sum_noise_hook
+
+    a = gradient_sum_noise(np.random.default_rng(1), "l2_laplace", [1.0, 4.0], 3, 5)
+    b = gradient_sum_noise(np.random.default_rng(1), "l2_laplace", [1.0, 4.0], 3, 5, divide_scale=True)
+    np.testing.assert_allclose(a, b, rtol=1e-14)                             # two float orders, same Z / b
+    hook = gradient_sum_noise_hook("gaussian", [1.0, 2.0], batch_size=2)
+    np.testing.assert_array_equal(hook(np.random.default_rng(2), 2, 3, 7),
+                                  np.random.default_rng(2).standard_normal((2, 3)) * (np.array([[1.0], [2.0]]) / 2))
+    with pytest.raises(ValueError, match="kind"):
+        gradient_sum_noise_hook("laplace", 1.0)
