@@ -7,6 +7,11 @@ the engine :mod:`dpbench.learn.psgd`.
 * **BST14** (Bassily, Smith & Thakurta 2014, "constant epochs" extension; Wu 2016, §3.3, Algorithms 3 and 4):
   Gaussian noise every step, examples sampled WITH replacement, ε₁ from advanced composition + amplification.
 
+Their noise samplers and calibrations live in :mod:`dpbench.privacy`: the output noise of bolt-on
+(:func:`~dpbench.privacy.mechanisms.output_noise`), the SCS13 and BST14 calibrations and the per-update noise
+(:mod:`dpbench.privacy.noisy_sgd`); this module re-exports ``output_noise``, ``bst14_epsilon1`` and
+``bst14_calibration`` under their former names.
+
 Common assumptions (NOT enforced on the data; the privacy guarantees rely on them)
 ---------------------------------------------------------------------------------
 * Rows ``‖x_i‖₂ ≤ 1``; labels ``y_i ∈ {−1, +1}``; margin loss ℓ(w; x, y) = φ(y⟨w, x⟩) with |φ′| ≤ L and
@@ -31,11 +36,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
-
 from ..privacy import _validate as V
-from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_gaussian, sample_l2_laplace
-from ..privacy.noisy_sgd import scs13_calibration
+from ..privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
+from ..privacy.mechanisms import output_noise
+from ..privacy.noisy_sgd import bst14_calibration, bst14_epsilon1, scs13_calibration
 from .psgd import (
     PSGDAggregate,
     StepSchedule,
@@ -58,8 +62,6 @@ __all__ = [
     "bst14_calibration",
     "bst14_psgd",
 ]
-
-_NOISE_KINDS = ("auto", "l2_laplace", "gaussian", "analytic_gaussian")
 
 
 def _check_data(X, y):
@@ -112,42 +114,6 @@ def bolt_on_sensitivity_strongly_convex(L, gamma, m, b=1) -> float:
     m = V.count("m", m)
     b = V.count("b", b)
     return 2.0 * L / (gamma * m * b)
-
-
-def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=()):
-    """Noise for output perturbation of a vector with L2 sensitivity Δ = ``sensitivity``.
-
-    * ``"l2_laplace"`` (``"auto"`` with δ = 0): density ∝ exp(−ε‖z‖/Δ) (wu2016 (2.2), Thm 2.17), i.e.
-      ‖z‖ ~ Gamma(d, Δ/ε) with uniform direction, E‖z‖ = dΔ/ε; ε-DP. Scale reported: Δ/ε.
-    * ``"gaussian"`` (``"auto"`` with δ > 0): N(0, σ² I) with σ = Δ√(2 ln(1.25/δ))/ε (wu2016 (2.3),
-      Thm 2.19; proof needs ε < 1, larger ε raises). Scale reported: σ.
-    * ``"analytic_gaussian"``: the tight σ of Balle & Wang (any ε > 0, δ ∈ (0, 1)).
-
-    Returns ``(z, kind, scale)``, z of shape ``(*size, dim)``.
-    """
-    rng = _check_rng(rng)
-    dim = V.count("dim", dim)
-    sensitivity = V.positive("sensitivity", sensitivity)
-    epsilon = V.positive("epsilon", epsilon)
-    delta = V.delta_halfopen("delta", delta)
-    if noise not in _NOISE_KINDS:
-        raise ValueError(f"noise must be one of {_NOISE_KINDS}, got {noise!r}")
-    kind = noise
-    if kind == "auto":
-        kind = "l2_laplace" if delta == 0 else "gaussian"
-    if kind == "l2_laplace":
-        scale = sensitivity / epsilon
-        z = sample_l2_laplace(rng, epsilon / sensitivity, dim, size)
-        return z, kind, scale
-    if delta == 0:
-        raise ValueError(f"noise={noise!r} needs delta > 0 (use 'l2_laplace' for pure epsilon-DP)")
-    if kind == "gaussian":
-        scale = classic_gaussian_sigma(epsilon, delta, sensitivity)
-    else:
-        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
-    shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
-    z = sample_gaussian(rng, scale, shape + (dim,))
-    return z, kind, scale
 
 
 def bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, lipschitz) -> dict:
@@ -350,47 +316,6 @@ def scs13_psgd(
 
 # ----------------------------------------------------------------------------------------------------------
 # BST14 (constant epochs)
-
-
-def _bst14_equation(eps1, steps, delta1):
-    """T ε₁ (e^{ε₁} − 1) + √(2 T ln(1/δ₁)) ε₁ (wu2016 Alg. 3 line 5, "e_1^ε" read as e^{ε₁})."""
-    return steps * eps1 * math.expm1(eps1) + math.sqrt(2.0 * steps * math.log(1.0 / delta1)) * eps1
-
-
-def bst14_epsilon1(epsilon, steps, delta1) -> float:
-    """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; Wu 2016,
-    Alg. 3/4 line 5), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
-    right-hand side is increasing, 0 at 0, and ≥ ε at the upper end)."""
-    epsilon = V.positive("epsilon", epsilon)
-    steps = V.count("steps", steps)
-    delta1 = V.delta_open("delta1", delta1)
-    hi = epsilon / math.sqrt(2.0 * steps * math.log(1.0 / delta1))
-    if _bst14_equation(hi, steps, delta1) == epsilon:
-        return hi
-    return float(brentq(lambda e: _bst14_equation(e, steps, delta1) - epsilon, 0.0, hi,
-                        xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
-
-
-def bst14_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
-    """Per-step Gaussian calibration of BST14 with T = ``steps`` updates on batches of b examples drawn
-    uniformly WITH replacement from n (Wu 2016, Alg. 3/4 lines 2–7; mini-batch extension:
-    docs/studies/wu2016.md#bst14):
-
-        δ₁ = δ/T,  ε₁ from :func:`bst14_epsilon1`,  ε₂ = min(1, n ε₁/(2b))  (amplification, rate q = b/n),
-        σ² = 2 ln(1.25/δ₁)/ε₂².
-
-    For b = 1 and T = kn this is exactly the thesis (δ₁ = δ/(km), ε₂ = min(1, mε₁/2)).
-    """
-    epsilon = V.positive("epsilon", epsilon)
-    delta = V.delta_open("delta", delta, reason="BST14 is (epsilon, delta)-DP")
-    n = V.count("n", n)
-    steps = V.count("steps", steps)
-    batch_size = V.count("batch_size", batch_size)
-    delta1 = delta / steps
-    eps1 = bst14_epsilon1(epsilon, steps, delta1)
-    eps2 = min(1.0, n * eps1 / (2.0 * batch_size))
-    sigma = math.sqrt(2.0 * math.log(1.25 / delta1)) / eps2
-    return {"delta1": delta1, "epsilon1": eps1, "epsilon2": eps2, "sigma": sigma}
 
 
 def bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, lipschitz):

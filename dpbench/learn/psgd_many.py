@@ -31,8 +31,9 @@ import math
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.noisy_sgd import gradient_sum_noise_hook, scs13_calibration
-from .private_psgd import bolt_on_setup, bst14_calibration, bst14_schedule, output_noise
+from ..privacy.mechanisms import output_noise
+from ..privacy.noisy_sgd import bst14_calibration, gradient_sum_noise_hook, scs13_calibration
+from .private_psgd import bolt_on_setup, bst14_schedule
 from .psgd import StepSchedule, get_loss, make_schedule, total_updates
 
 __all__ = [

@@ -36,6 +36,8 @@ __all__ = [
     "analytic_gaussian_alpha",
     "analytic_gaussian_sigma",
     "gaussian_mechanism_delta",
+    "NOISE_KINDS",
+    "output_noise",
     "exponential_mechanism",
 ]
 
@@ -257,6 +259,51 @@ def gaussian_mechanism_delta(sigma: float, epsilon: float, sensitivity: float = 
     r = sensitivity / (2.0 * sigma)
     t = epsilon * sigma / sensitivity
     return float(np.exp(_log_phi_diff(r - t, -r - t, epsilon)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Output perturbation of a vector
+# ---------------------------------------------------------------------------------------------------------
+
+NOISE_KINDS = ("auto", "l2_laplace", "gaussian", "analytic_gaussian")
+
+
+def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=()):
+    """Noise for output perturbation of a vector with L2 sensitivity Δ = ``sensitivity`` (wu2016 bolt-on PSGD,
+    §3.2; the membership study and the audit release the same noise).
+
+    * ``"l2_laplace"`` (``"auto"`` with δ = 0): density ∝ exp(−ε‖z‖/Δ) (wu2016 (2.2), Thm 2.17), i.e.
+      ‖z‖ ~ Gamma(d, Δ/ε) with uniform direction, E‖z‖ = dΔ/ε; ε-DP. Scale reported: Δ/ε.
+    * ``"gaussian"`` (``"auto"`` with δ > 0): N(0, σ² I) with σ = Δ√(2 ln(1.25/δ))/ε (wu2016 (2.3),
+      Thm 2.19; proof needs ε < 1, larger ε raises). Scale reported: σ.
+    * ``"analytic_gaussian"``: the tight σ of Balle & Wang (any ε > 0, δ ∈ (0, 1)).
+
+    Returns ``(z, kind, scale)``, z of shape ``(*size, dim)``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    dim = V.count("dim", dim)
+    sensitivity = V.positive("sensitivity", sensitivity)
+    epsilon = V.positive("epsilon", epsilon)
+    delta = V.delta_halfopen("delta", delta)
+    if noise not in NOISE_KINDS:
+        raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
+    kind = noise
+    if kind == "auto":
+        kind = "l2_laplace" if delta == 0 else "gaussian"
+    if kind == "l2_laplace":
+        scale = sensitivity / epsilon
+        z = sample_l2_laplace(rng, epsilon / sensitivity, dim, size)
+        return z, kind, scale
+    if delta == 0:
+        raise ValueError(f"noise={noise!r} needs delta > 0 (use 'l2_laplace' for pure epsilon-DP)")
+    if kind == "gaussian":
+        scale = classic_gaussian_sigma(epsilon, delta, sensitivity)
+    else:
+        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+    z = sample_gaussian(rng, scale, shape + (dim,))
+    return z, kind, scale
 
 
 # ---------------------------------------------------------------------------------------------------------

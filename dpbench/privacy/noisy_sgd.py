@@ -10,19 +10,24 @@ vector Z_t to the gradient SUM Σ_{i∈B_t} ∇ℓ, i.e. Z_t / b to the averaged
 * δ > 0: Z_t ~ N(0, σ² I), σ = 2√(2 ln(1.25/δ))/ε (classic Gaussian mechanism at sensitivity 2; ε < 1).
 * k passes: basic composition, ε/k (δ/k) per pass (docs/studies/wu2016.md#open-choices item 6).
 
-The same engines add Gaussian per-update noise for BST14 (calibrated in ``dpbench.learn.private_psgd``); both
-go through :func:`gradient_sum_noise`, the only place that draws per-update noise of the margin-SGD engines
+BST14 (Bassily, Smith & Thakurta 2014; Wu 2016, §3.3, Alg. 3/4) adds Gaussian noise at every update of
+with-replacement sampling, calibrated by advanced composition and amplification (:func:`bst14_calibration`).
+Both go through :func:`gradient_sum_noise`, the only place that draws per-update noise of the margin-SGD engines
 (wu2016 ch. 3 one-model and many-model engines, song2018 ch. 3 runs).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from scipy.optimize import brentq
 
 from . import _validate as V
 from .mechanisms import classic_gaussian_sigma, l2_laplace_rows, sample_gaussian
 
-__all__ = ["SUM_SENSITIVITY", "scs13_calibration", "gradient_sum_noise", "gradient_sum_noise_hook"]
+__all__ = ["SUM_SENSITIVITY", "scs13_calibration", "bst14_epsilon1", "bst14_calibration", "gradient_sum_noise",
+           "gradient_sum_noise_hook"]
 
 SUM_SENSITIVITY = 2.0
 """Replace-one L2 sensitivity of a mini-batch gradient sum of an L = 1 loss (two gradients of norm ≤ 1)."""
@@ -54,6 +59,47 @@ def scs13_calibration(epsilons, delta: float = 0.0, passes: int = 1, lipschitz: 
             "passes": passes,
             "budget_split": "basic composition over passes: epsilon/k (delta/k) per pass "
                             "(docs/studies/wu2016.md#open-choices item 6)"}
+
+
+def _bst14_equation(eps1, steps, delta1):
+    """T ε₁ (e^{ε₁} − 1) + √(2 T ln(1/δ₁)) ε₁ (wu2016 Alg. 3 line 5, "e_1^ε" read as e^{ε₁})."""
+    return steps * eps1 * math.expm1(eps1) + math.sqrt(2.0 * steps * math.log(1.0 / delta1)) * eps1
+
+
+def bst14_epsilon1(epsilon, steps, delta1) -> float:
+    """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; Wu 2016,
+    Alg. 3/4 line 5), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
+    right-hand side is increasing, 0 at 0, and ≥ ε at the upper end)."""
+    epsilon = V.positive("epsilon", epsilon)
+    steps = V.count("steps", steps)
+    delta1 = V.delta_open("delta1", delta1)
+    hi = epsilon / math.sqrt(2.0 * steps * math.log(1.0 / delta1))
+    if _bst14_equation(hi, steps, delta1) == epsilon:
+        return hi
+    return float(brentq(lambda e: _bst14_equation(e, steps, delta1) - epsilon, 0.0, hi,
+                        xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def bst14_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
+    """Per-step Gaussian calibration of BST14 with T = ``steps`` updates on batches of b examples drawn
+    uniformly WITH replacement from n (Wu 2016, Alg. 3/4 lines 2–7; mini-batch extension:
+    docs/studies/wu2016.md#bst14):
+
+        δ₁ = δ/T,  ε₁ from :func:`bst14_epsilon1`,  ε₂ = min(1, n ε₁/(2b))  (amplification, rate q = b/n),
+        σ² = 2 ln(1.25/δ₁)/ε₂².
+
+    For b = 1 and T = kn this is exactly the thesis (δ₁ = δ/(km), ε₂ = min(1, mε₁/2)).
+    """
+    epsilon = V.positive("epsilon", epsilon)
+    delta = V.delta_open("delta", delta, reason="BST14 is (epsilon, delta)-DP")
+    n = V.count("n", n)
+    steps = V.count("steps", steps)
+    batch_size = V.count("batch_size", batch_size)
+    delta1 = delta / steps
+    eps1 = bst14_epsilon1(epsilon, steps, delta1)
+    eps2 = min(1.0, n * eps1 / (2.0 * batch_size))
+    sigma = math.sqrt(2.0 * math.log(1.25 / delta1)) / eps2
+    return {"delta1": delta1, "epsilon1": eps1, "epsilon2": eps2, "sigma": sigma}
 
 
 def gradient_sum_noise(rng: np.random.Generator, kind: str, scale, dim: int, divisor,

@@ -308,7 +308,7 @@ def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes
         return model_sensitivity_release(theta, n, tc["l2"], eps, 0.0, rng, size=T)[0]
     if method == "bolt_on":
         from dpbench.learn import psgd_many as many
-        from dpbench.learn.private_psgd import output_noise
+        from dpbench.privacy.mechanisms import output_noise
 
         pc = tc["psgd"]
         Yk, b = _psgd_labels(tc, X, y, C)
