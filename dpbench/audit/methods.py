@@ -295,7 +295,7 @@ def last_iterate_epsilon(steps: int, q: float, sigma: float, delta: float, point
                 "every order).")
 def audit_bolt_on(config, epsilon, twin, trials, rng):
     from dpbench.learn import psgd_many as many
-    from dpbench.learn.private_psgd import output_noise
+    from dpbench.privacy.mechanisms import output_noise
 
     w = config["studies"]["wu2016"]
     m = BOLT_ON_M

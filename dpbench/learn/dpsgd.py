@@ -36,10 +36,12 @@ import math
 import numpy as np
 
 from dpbench.privacy import _validate as _v
+from dpbench.privacy.mechanisms import sample_gaussian
 
 from .softmax import EXP_FLOOR, blas_thread_limit, _as_float_matrix, _check_labels, _check_training, softmax_probabilities
 
-__all__ = ["dpsgd_softmax", "clipped_contributions", "clip_scales", "poisson_batches", "step_batches", "lr_factors"]
+__all__ = ["dpsgd_softmax", "dpsgd_loop", "clip_weights", "clipped_contributions", "clip_scales", "poisson_batches",
+           "step_batches", "lr_factors"]
 
 _TINY = 1e-300
 
@@ -211,71 +213,108 @@ def _dpsgd(
         raise TypeError("rng must be a numpy.random.Generator")
 
     steps = dpsgd_steps(N, batch_size, epochs, sampling)
-    denom = (batch_size / N) * N if sampling == "poisson" else None  # for the trace
-    lrs = learning_rate * lr_factors(steps, lr_schedule)
-
-    xnorm = np.sqrt(np.einsum("nd,nd->n", X, X))
-    noise_std = float(noise_multiplier) * float(clip)
-    thT = np.zeros((R, C, D))  # θᵀ per run: the fast layout for the products below
+    theta = np.zeros((R, C * D))  # θᵀ (C, D) per run, flattened: the fast layout for the products below
     if theta0 is not None:
-        t0 = np.asarray(theta0, dtype=np.float64)
-        thT[...] = np.swapaxes(t0, -1, -2)
+        theta.reshape(R, C, D)[...] = np.swapaxes(np.asarray(theta0, dtype=np.float64), -1, -2)
+    out = dpsgd_loop(X, theta, _softmax_clipped_sum(y, X, C, clip), rng=rng, batch_size=batch_size, steps=steps,
+                     sampling=sampling, noise_std=float(noise_multiplier) * float(clip),
+                     lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace)
+    theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1))
+    return (theta, out) if return_trace else theta
+
+
+def _softmax_clipped_sum(y, X, C, clip):
+    """The per-example clipped-sum plug of :func:`dpsgd_loop` for the bias-free softmax (parameters θᵀ (C, D)
+    flattened): adds Σ_n s_n (p_n − e_{y_n}) x_nᵀ to ``out`` with the closed-form norm ‖g_n‖ = ‖p − y‖·‖x‖."""
+    D = X.shape[1]
+    xnorm = np.sqrt(np.einsum("nd,nd->n", X, X))
+
+    def plug(theta, Xb, ii, valid, out):
+        k, m, _ = Xb.shape
+        # (P − Y)ᵀ, shape (k, C, m)
+        ZT = np.matmul(theta.reshape(k, C, D), Xb.transpose(0, 2, 1))
+        ZT -= ZT.max(axis=1, keepdims=True)
+        np.maximum(ZT, EXP_FLOOR, out=ZT)  # avoid subnormals (10x slower arithmetic)
+        np.exp(ZT, out=ZT)
+        ZT /= ZT.sum(axis=1, keepdims=True)
+        flat_true = ((np.arange(k)[:, None] * C + y[ii]) * m + np.arange(m)).reshape(-1)
+        ZT.reshape(-1)[flat_true] -= 1.0
+        # global clipping with the closed-form norm ‖p − y‖·‖x‖
+        gnorm = np.sqrt(np.einsum("rcm,rcm->rm", ZT, ZT)) * xnorm[ii]
+        scale = clip_weights(gnorm, clip, valid)
+        ZT *= scale[:, None, :]
+        acc = out.reshape(k, C, D)
+        acc += np.matmul(ZT, Xb)  # Σ_n s_n (p_n − y_n) x_nᵀ
+        return scale, gnorm
+
+    return plug
+
+
+def clip_weights(gnorm, clip, valid):
+    """Weights of the per-example gradients in the clipped sum: :func:`clip_scales`, times 0 on the padding
+    rows of a Poisson batch (``valid`` False; None when every row is real)."""
+    scale = clip_scales(gnorm, clip)
+    if valid is not None:
+        scale *= valid  # padded rows contribute exactly 0
+    return scale
+
+
+def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise_std, lrs, return_trace=False):
+    """The DP-SGD loop of Eq. 4 for ``R`` runs of any model whose parameters are a flat vector: ``theta``
+    (R, P) float64, updated IN PLACE. Per step t, for every run:
+
+        g̃ = ( Σ_{n∈𝓑} s_n g_n + N(0, noise_std² I_P) ) / denom,    θ ← θ − lrs[t] · g̃
+
+    with the batches of :func:`step_batches` (``sampling`` "poisson" or "shuffle", ``denom`` q·N or the actual
+    size), the noise of :func:`~dpbench.privacy.mechanisms.sample_gaussian` (none drawn when ``noise_std`` = 0)
+    and the model-specific plug ``clipped_sum(theta_rows (k, P), Xb (k, m, D), ii (k, m), valid (k, m) or None,
+    out (k, P)) -> (scale, gnorm)`` that ADDS Σ_n s_n g_n of k runs to ``out`` (the rows of the noise buffer)
+    and returns the clip weights s_n and norms ‖g_n‖ (k, m) (use :func:`clip_weights`).
+
+    ``rng``: one Generator (per step: sampling of all runs, then one noise draw (R, P)) or one Generator per
+    run (run r draws its sampling, then its noise (P,), from ``rng[r]`` only). Runs are processed in chunks
+    whose gathered rows stay cache-resident (~4 MB). Returns the trace dict (``"batch_size"``,
+    ``"max_clipped_norm"``, ``"lr"``, ``"steps"``, ``"denom"``) if ``return_trace``, else None.
+    """
+    N, D = X.shape
+    R, P = theta.shape
+    shared = rng if isinstance(rng, np.random.Generator) else None
+    gens = None if shared is not None else list(rng)
     if return_trace:
         tr_bs = np.zeros((steps, R), dtype=np.int64)
         tr_max = np.zeros((steps, R))
-
     itemsize = X.dtype.itemsize
     buf = np.empty((0, D))
+    gsum = np.empty((R, P))
     batches = step_batches(rng, N, batch_size, steps, sampling, R)
     for t, (idx, valid, d_t) in enumerate(batches):  # each step: its sampling draws, then its noise
         m = idx.shape[1]
         # ---- noise on the sum (all runs), then the clipped sums added in place ---------------------------
         if noise_std > 0.0:
-            gsum = rng.standard_normal((R, C, D))
-            gsum *= noise_std
+            if shared is not None:
+                gsum[...] = sample_gaussian(shared, noise_std, (R, P))
+            else:
+                for r, g in enumerate(gens):
+                    gsum[r] = sample_gaussian(g, noise_std, P)
         else:
-            gsum = np.zeros((R, C, D))
+            gsum[...] = 0.0
         if m:
-            yb = y[idx]
-            xn = xnorm[idx]
-            # runs are processed in chunks whose gathered rows stay cache-resident (~4 MB)
             chunk = max(1, min(R, (4 << 20) // max(1, m * D * itemsize)))
             if buf.shape[0] < chunk * m:
                 buf = np.empty((int(chunk * m * 1.25) + 8, D))
             for s in range(0, R, chunk):
                 e = min(R, s + chunk)
                 k = e - s
-                Xb = np.take(X, idx[s:e].reshape(-1), axis=0, out=buf[: k * m], mode="clip").reshape(k, m, D)
-                # (P − Y)ᵀ, shape (k, C, m)
-                ZT = np.matmul(thT[s:e], Xb.transpose(0, 2, 1))
-                ZT -= ZT.max(axis=1, keepdims=True)
-                np.maximum(ZT, EXP_FLOOR, out=ZT)  # avoid subnormals (10x slower arithmetic)
-                np.exp(ZT, out=ZT)
-                ZT /= ZT.sum(axis=1, keepdims=True)
-                flat_true = ((np.arange(k)[:, None] * C + yb[s:e]) * m + np.arange(m)).reshape(-1)
-                ZT.reshape(-1)[flat_true] -= 1.0
-                # global clipping with the closed-form norm ‖p − y‖·‖x‖
-                gnorm = np.sqrt(np.einsum("rcm,rcm->rm", ZT, ZT)) * xn[s:e]
-                scale = clip_scales(gnorm, clip)
-                if valid is not None:
-                    scale *= valid[s:e]  # padded rows contribute exactly 0
-                ZT *= scale[:, None, :]
-                gsum[s:e] += np.matmul(ZT, Xb)  # Σ_n s_n (p_n − y_n) x_nᵀ
+                ii = idx[s:e]
+                Xb = np.take(X, ii.reshape(-1), axis=0, out=buf[: k * m], mode="clip").reshape(k, m, D)
+                scale, gnorm = clipped_sum(theta[s:e], Xb, ii, None if valid is None else valid[s:e], gsum[s:e])
                 if return_trace:
                     tr_max[t, s:e] = (scale * gnorm).max(axis=1)
         gsum *= lrs[t] / d_t
-        thT -= gsum
+        theta -= gsum
         if return_trace:
             tr_bs[t] = valid.sum(axis=1) if valid is not None else m
-
-    theta = np.ascontiguousarray(thT.transpose(0, 2, 1))
-    if return_trace:
-        trace = {
-            "batch_size": tr_bs,
-            "max_clipped_norm": tr_max,
-            "lr": lrs,
-            "steps": steps,
-            "denom": denom if denom is not None else "actual batch size",
-        }
-        return theta, trace
-    return theta
+    if not return_trace:
+        return None
+    denom = (batch_size / N) * N if sampling == "poisson" else "actual batch size"
+    return {"batch_size": tr_bs, "max_clipped_norm": tr_max, "lr": lrs, "steps": steps, "denom": denom}

@@ -43,9 +43,10 @@ Chapter 4 learning-rate theory (Song 2018, §4.4, Algorithms 1–2, Thm 4.4.1)
 * Baselines: SameClean / SameNoisy use one c minimising B(c, c) over c > 1/(2λ) with the two noise levels
   plugged in (§4.5, footnote 1, :func:`same_c`); CleanOnly uses c = 1/λ (the minimiser of c²/(2λc−1)).
 
-The engine :func:`sgd_runs` trains many independent runs side by side: run r visits its own index sequence
-(its own permutation / data order), every model has its own step sizes, and every noisy model draws its own
-noise, so vectorising does not couple the runs.
+:func:`sgd_runs` trains many independent runs side by side on the many-model engine
+:func:`~dpbench.learn.psgd_many.many_model_sgd` (the one wu2016 ch. 3 uses, with the own-batch gradient plug):
+run r visits its own index sequence (its own permutation / data order), every model has its own step sizes,
+and every noisy model draws its own noise, so vectorising does not couple the runs.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import sample_l2_laplace
+from ..privacy.mechanisms import l2_laplace_sum, sample_l2_laplace
+from ..privacy.noisy_sgd import gradient_sum_noise
+from .psgd import LogisticLoss
+from .psgd_many import many_model_sgd, run_batch_gradient
 
 __all__ = [
     "gamma_sq_upper",
@@ -287,7 +291,7 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
     if noise == "batch":
         eps_m = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (M,))
         noisy_idx = np.flatnonzero(np.isfinite(eps_m))
-        scale = 2.0 / eps_m[noisy_idx] / b
+        scale = 2.0 / eps_m[noisy_idx]                           # Gamma scale of ‖Z‖ (update 3.6)
     elif noise == "sample":
         eps_s = np.asarray(epsilon, dtype=np.float64)
         if eps_s.shape != seq.shape or not np.all(eps_s > 0):
@@ -301,38 +305,22 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
     if ckpt and (ckpt[0] < 0 or ckpt[-1] > T):
         raise ValueError(f"checkpoints must lie in [0, {T}]")
     trace = np.empty((M, len(ckpt)))
-    W = np.zeros((M, d))
     k_next = 0
-    same = M == R and np.array_equal(model_run, np.arange(R))
-    for t in range(T + 1):
+
+    def observe(t, W):
+        nonlocal k_next
         while k_next < len(ckpt) and ckpt[k_next] == t:
             trace[:, k_next] = objective_many(W, X, y, l2)
             k_next += 1
-        if t == T:
-            break
-        sl = slice(t * b, (t + 1) * b)
-        idx = seq[:, sl]                                         # (R, b)
-        Xr, yr = X[idx], y[idx]                                  # (R, b, d), (R, b)
-        Xb, yb = (Xr, yr) if same else (Xr[model_run], yr[model_run])
-        margins = yb * np.einsum("mbd,md->mb", Xb, W)
-        coef = -expit(-margins) * yb
-        G = np.einsum("mb,mbd->md", coef, Xb) / b
-        if l2:
-            G += l2 * W
+
+    def add_noise(rng_, G, t, m):
         if noise == "batch" and noisy_idx.size:
-            u = rng.standard_normal((noisy_idx.size, d))
-            u /= np.linalg.norm(u, axis=1, keepdims=True)
-            G[noisy_idx] += u * (rng.gamma(float(d), 1.0, noisy_idx.size) * scale)[:, None]
+            G[noisy_idx] += gradient_sum_noise(rng_, "l2_laplace", scale, d, b, divide_scale=True)
         elif noise == "sample" and noisy_idx.size:
-            k = noisy_idx.size
-            u = rng.standard_normal((k, b, d), dtype=np.float32)
-            norms = np.sqrt(np.einsum("kbd,kbd->kb", u, u, dtype=np.float64))
-            r = rng.gamma(float(d), 1.0, (k, b)) * scale_s[model_run[noisy_idx], sl] / norms
-            G[noisy_idx] += np.einsum("kb,kbd->kd", r, u, dtype=np.float64) / b
-        W -= eta[:, t:t + 1] * G
-        if radius is not None:
-            nrm = np.linalg.norm(W, axis=1)
-            over = nrm > radius
-            if np.any(over):
-                W[over] *= (radius / nrm[over])[:, None]
+            G[noisy_idx] += l2_laplace_sum(rng_, d, scale_s[model_run[noisy_idx], t * b:(t + 1) * b]) / b
+
+    W = many_model_sgd(np.zeros((M, d)), (seq[:, t * b:(t + 1) * b] for t in range(T)),
+                       run_batch_gradient(X, y, LogisticLoss(), model_run), lambda t: eta[:, t - 1], rng=rng, l2=l2,
+                       radius=None if radius is None else np.full(M, float(radius)),
+                       noise=None if noise == "none" else add_noise, observe=observe)
     return {"W": W, "trace": trace, "checkpoints": np.asarray(ckpt, dtype=np.int64)}

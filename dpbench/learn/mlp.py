@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dpsgd import clip_scales, dpsgd_steps, lr_factors, step_batches
+from .dpsgd import clip_scales, clip_weights, dpsgd_loop, dpsgd_steps, lr_factors, step_batches
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, blas_thread_limit
 
 __all__ = [
@@ -633,70 +633,30 @@ def dpsgd_mlp(
 def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
            return_trace, params0):
     N, D = X.shape
-    P = mlp_n_params(D, H, C)
-    denom = (batch_size / N) * N if sampling == "poisson" else None  # for the trace
-    lrs = learning_rate * lr_factors(steps, schedule)
     theta = _init_runs(streams, R, D, H, C, params0)
-    W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
-    xsq = _sq_norms(X)
-    noise_std = sigma * clip
     shared, gens = streams
-    if return_trace:
-        tr_bs = np.zeros((steps, R), dtype=np.int64)
-        tr_max = np.zeros((steps, R))
-    buf = np.empty((0, D))
-    gsum = np.empty((R, P))
-    gW1, gb1, gW2, gb2 = _fields(MLPParams.from_flat(gsum, D, H, C))
-    batches = step_batches(shared if shared is not None else gens, N, batch_size, steps, sampling, R)
-    for t, (idx, valid, d_t) in enumerate(batches):  # each step: its sampling draws, then its noise
-        m = idx.shape[1]
-        # ---- noise on the sum (all runs), then the clipped sums added ----------------------------------
-        if noise_std > 0.0:
-            if shared is not None:
-                gsum[...] = shared.standard_normal((R, P))
-            else:
-                for r, g in enumerate(gens):
-                    gsum[r] = g.standard_normal(P)
-            gsum *= noise_std
-        else:
-            gsum[...] = 0.0
-        if m:
-            # runs in chunks whose gathered rows stay cache-resident (~4 MB)
-            chunk = max(1, min(R, (4 << 20) // max(1, m * D * 8)))
-            if buf.shape[0] < chunk * m:
-                buf = np.empty((int(chunk * m * 1.25) + 8, D))
-            for s in range(0, R, chunk):
-                e = min(R, s + chunk)
-                k = e - s
-                ii = idx[s:e]
-                Xb = np.take(X, ii.reshape(-1), axis=0, out=buf[: k * m], mode="clip").reshape(k, m, D)
-                Hh, D1, D2, _ = _forward_backward(W1[s:e], b1[s:e], W2[s:e], b2[s:e], Xb, y[ii])
-                gnorm = _norms_from_parts(xsq[ii], Hh, D1, D2)  # global norm over all parameters
-                scale = clip_scales(gnorm, clip)
-                if valid is not None:
-                    scale *= valid[s:e]  # padded rows contribute exactly 0
-                D1 *= scale[..., None]
-                D2 *= scale[..., None]
-                sW1, sb1, sW2, sb2 = _grad_sums(Xb, Hh, D1, D2)
-                gW1[s:e] += sW1
-                gb1[s:e] += sb1
-                gW2[s:e] += sW2
-                gb2[s:e] += sb2
-                if return_trace:
-                    tr_max[t, s:e] = (scale * gnorm).max(axis=1)
-        gsum *= lrs[t] / d_t
-        theta -= gsum
-        if return_trace:
-            tr_bs[t] = valid.sum(axis=1) if valid is not None else m
-
+    trace = dpsgd_loop(X, theta, _mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
+                       batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
+                       lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace)
     params = MLPParams.from_flat(theta, D, H, C)
-    if return_trace:
-        trace = {
-            "batch_size": tr_bs,
-            "max_clipped_norm": tr_max,
-            "lr": lrs,
-            "steps": steps,
-            "denom": denom if denom is not None else "actual batch size",
-        }
-        return params, trace
-    return params
+    return (params, trace) if return_trace else params
+
+
+def _mlp_clipped_sum(y, X, H, C, clip):
+    """The per-example clipped-sum plug of :func:`dpbench.learn.dpsgd.dpsgd_loop` for the MLP: global norm over
+    all parameters (module docstring), clipped sums Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 added to ``out``."""
+    D = X.shape[1]
+    xsq = _sq_norms(X)
+
+    def plug(theta, Xb, ii, valid, out):
+        W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
+        Hh, D1, D2, _ = _forward_backward(W1, b1, W2, b2, Xb, y[ii])
+        gnorm = _norms_from_parts(xsq[ii], Hh, D1, D2)  # global norm over all parameters
+        scale = clip_weights(gnorm, clip, valid)
+        D1 *= scale[..., None]
+        D2 *= scale[..., None]
+        for acc, part in zip(_fields(MLPParams.from_flat(out, D, H, C)), _grad_sums(Xb, Hh, D1, D2)):
+            acc += part
+        return scale, gnorm
+
+    return plug

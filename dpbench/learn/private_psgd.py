@@ -7,6 +7,11 @@ the engine :mod:`dpbench.learn.psgd`.
 * **BST14** (Bassily, Smith & Thakurta 2014, "constant epochs" extension; Wu 2016, §3.3, Algorithms 3 and 4):
   Gaussian noise every step, examples sampled WITH replacement, ε₁ from advanced composition + amplification.
 
+Their noise samplers and calibrations live in :mod:`dpbench.privacy`: the output noise of bolt-on
+(:func:`~dpbench.privacy.mechanisms.output_noise`), the SCS13 and BST14 calibrations and the per-update noise
+(:mod:`dpbench.privacy.noisy_sgd`); this module re-exports ``output_noise``, ``bst14_epsilon1`` and
+``bst14_calibration`` under their former names.
+
 Common assumptions (NOT enforced on the data; the privacy guarantees rely on them)
 ---------------------------------------------------------------------------------
 * Rows ``‖x_i‖₂ ≤ 1``; labels ``y_i ∈ {−1, +1}``; margin loss ℓ(w; x, y) = φ(y⟨w, x⟩) with |φ′| ≤ L and
@@ -33,7 +38,9 @@ import math
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma, sample_l2_laplace
+from ..privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
+from ..privacy.mechanisms import output_noise
+from ..privacy.noisy_sgd import bst14_calibration, bst14_epsilon1, scs13_calibration
 from .psgd import (
     PSGDAggregate,
     StepSchedule,
@@ -56,8 +63,6 @@ __all__ = [
     "bst14_calibration",
     "bst14_psgd",
 ]
-
-_NOISE_KINDS = ("auto", "l2_laplace", "gaussian", "analytic_gaussian")
 
 
 def _check_data(X, y):
@@ -110,42 +115,6 @@ def bolt_on_sensitivity_strongly_convex(L, gamma, m, b=1) -> float:
     m = V.count("m", m)
     b = V.count("b", b)
     return 2.0 * L / (gamma * m * b)
-
-
-def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=()):
-    """Noise for output perturbation of a vector with L2 sensitivity Δ = ``sensitivity``.
-
-    * ``"l2_laplace"`` (``"auto"`` with δ = 0): density ∝ exp(−ε‖z‖/Δ) (wu2016 (2.2), Thm 2.17), i.e.
-      ‖z‖ ~ Gamma(d, Δ/ε) with uniform direction, E‖z‖ = dΔ/ε; ε-DP. Scale reported: Δ/ε.
-    * ``"gaussian"`` (``"auto"`` with δ > 0): N(0, σ² I) with σ = Δ√(2 ln(1.25/δ))/ε (wu2016 (2.3),
-      Thm 2.19; proof needs ε < 1, larger ε raises). Scale reported: σ.
-    * ``"analytic_gaussian"``: the tight σ of Balle & Wang (any ε > 0, δ ∈ (0, 1)).
-
-    Returns ``(z, kind, scale)``, z of shape ``(*size, dim)``.
-    """
-    rng = _check_rng(rng)
-    dim = V.count("dim", dim)
-    sensitivity = V.positive("sensitivity", sensitivity)
-    epsilon = V.positive("epsilon", epsilon)
-    delta = V.delta_halfopen("delta", delta)
-    if noise not in _NOISE_KINDS:
-        raise ValueError(f"noise must be one of {_NOISE_KINDS}, got {noise!r}")
-    kind = noise
-    if kind == "auto":
-        kind = "l2_laplace" if delta == 0 else "gaussian"
-    if kind == "l2_laplace":
-        scale = sensitivity / epsilon
-        z = sample_l2_laplace(rng, epsilon / sensitivity, dim, size)
-        return z, kind, scale
-    if delta == 0:
-        raise ValueError(f"noise={noise!r} needs delta > 0 (use 'l2_laplace' for pure epsilon-DP)")
-    if kind == "gaussian":
-        scale = classic_gaussian_sigma(epsilon, delta, sensitivity)
-    else:
-        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
-    shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
-    z = rng.standard_normal(shape + (dim,)) * scale
-    return z, kind, scale
 
 
 def bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, lipschitz) -> dict:
@@ -320,32 +289,25 @@ def scs13_psgd(
     X, y = _check_data(X, y)
     rng = _check_rng(rng)
     loss = get_loss(loss)
-    passes = V.count("passes", passes)
     batch_size = V.count("batch_size", batch_size)
     epsilon = V.positive("epsilon", epsilon)
     delta = V.delta_halfopen("delta", delta)
-    if loss.lipschitz != 1.0:
-        raise ValueError(f"SCS13 noise is calibrated for L = 1 losses, got L = {loss.lipschitz!r}")
-    eps_pass = epsilon / passes
-    delta_pass = delta / passes
+    cal = scs13_calibration(epsilon, delta, passes, loss.lipschitz)
+    scale = float(cal["noise_scale"][0])
     if delta == 0:
-        hook = l2_laplace_batch_noise(eps_pass)
-        kind, scale = "l2_laplace", 2.0 / eps_pass
+        hook = l2_laplace_batch_noise(float(cal["epsilon_per_pass"][0]))
     else:
-        scale = classic_gaussian_sigma(eps_pass, delta_pass, 2.0)
         hook = gaussian_batch_noise(scale)
-        kind = "gaussian"
     w, trace = psgd(X, y, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, batch_noise=hook,
                     return_trace=True, order=order)
     info = {
         "epsilon": epsilon,
         "delta": delta,
-        "passes": passes,
-        "epsilon_per_pass": eps_pass,
-        "delta_per_pass": delta_pass,
-        "budget_split": "basic composition over passes: epsilon/k (delta/k) per pass "
-                        "(docs/studies/wu2016.md#open-choices item 6)",
-        "noise_kind": kind,
+        "passes": cal["passes"],
+        "epsilon_per_pass": float(cal["epsilon_per_pass"][0]),
+        "delta_per_pass": cal["delta_per_pass"],
+        "budget_split": cal["budget_split"],
+        "noise_kind": cal["noise_kind"],
         "noise_scale": scale,
         "updates": trace["updates"],
         "noise_norms": trace["noise_norm"],
@@ -355,49 +317,6 @@ def scs13_psgd(
 
 # ----------------------------------------------------------------------------------------------------------
 # BST14 (constant epochs)
-
-
-def _bst14_equation(eps1, steps, delta1):
-    """T ε₁ (e^{ε₁} − 1) + √(2 T ln(1/δ₁)) ε₁ (wu2016 Alg. 3 line 5, "e_1^ε" read as e^{ε₁})."""
-    return steps * eps1 * math.expm1(eps1) + math.sqrt(2.0 * steps * math.log(1.0 / delta1)) * eps1
-
-
-def bst14_epsilon1(epsilon, steps, delta1) -> float:
-    """The ε₁ > 0 solving ε = T ε₁(e^{ε₁} − 1) + √(2T ln(1/δ₁)) ε₁ (advanced composition of T steps; Wu 2016,
-    Alg. 3/4 line 5), by ``scipy.optimize.brentq`` on the bracket [0, ε/√(2T ln(1/δ₁))] (the
-    right-hand side is increasing, 0 at 0, and ≥ ε at the upper end)."""
-    from scipy.optimize import brentq
-
-    epsilon = V.positive("epsilon", epsilon)
-    steps = V.count("steps", steps)
-    delta1 = V.delta_open("delta1", delta1)
-    hi = epsilon / math.sqrt(2.0 * steps * math.log(1.0 / delta1))
-    if _bst14_equation(hi, steps, delta1) == epsilon:
-        return hi
-    return float(brentq(lambda e: _bst14_equation(e, steps, delta1) - epsilon, 0.0, hi,
-                        xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
-
-
-def bst14_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
-    """Per-step Gaussian calibration of BST14 with T = ``steps`` updates on batches of b examples drawn
-    uniformly WITH replacement from n (Wu 2016, Alg. 3/4 lines 2–7; mini-batch extension:
-    docs/studies/wu2016.md#bst14):
-
-        δ₁ = δ/T,  ε₁ from :func:`bst14_epsilon1`,  ε₂ = min(1, n ε₁/(2b))  (amplification, rate q = b/n),
-        σ² = 2 ln(1.25/δ₁)/ε₂².
-
-    For b = 1 and T = kn this is exactly the thesis (δ₁ = δ/(km), ε₂ = min(1, mε₁/2)).
-    """
-    epsilon = V.positive("epsilon", epsilon)
-    delta = V.delta_open("delta", delta, reason="BST14 is (epsilon, delta)-DP")
-    n = V.count("n", n)
-    steps = V.count("steps", steps)
-    batch_size = V.count("batch_size", batch_size)
-    delta1 = delta / steps
-    eps1 = bst14_epsilon1(epsilon, steps, delta1)
-    eps2 = min(1.0, n * eps1 / (2.0 * batch_size))
-    sigma = math.sqrt(2.0 * math.log(1.25 / delta1)) / eps2
-    return {"delta1": delta1, "epsilon1": eps1, "epsilon2": eps2, "sigma": sigma}
 
 
 def bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, lipschitz):

@@ -53,7 +53,7 @@ from typing import Callable
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import sample_l2_laplace
+from ..privacy.noisy_sgd import gradient_sum_noise_hook
 
 __all__ = [
     "MarginLoss",
@@ -338,15 +338,22 @@ def make_schedule(schedule, *, l2: float = 0.0, loss: MarginLoss | None = None) 
 # per-update noise hooks
 
 
-def _divisor(batch_size, m: int) -> int:
-    return m if batch_size is None else min(batch_size, m)
+def _one_model(hook, **attributes):
+    """A many-model hook ``(rng, M, d, m)`` of :mod:`dpbench.privacy.noisy_sgd` as a one-model hook ``(rng, d, m)``
+    (the same draws: M = 1 rows)."""
+
+    def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
+        return hook(rng, 1, dim, m)[0]
+
+    noise.__dict__.update(attributes)
+    return noise
 
 
 def l2_laplace_batch_noise(epsilon: float, batch_size: int | None = None):
     """Hook for song2018 update (3.6) / SCS13: Z_t with density ∝ exp(−(ε/2)‖z‖) on the gradient SUM, then / b.
 
-    The averaged-gradient noise is Z_t / b with ‖Z_t‖ ~ Gamma(d, 2/ε) and uniform direction (via
-    :func:`~dpbench.privacy.mechanisms.sample_l2_laplace` with β = ε/2), so E‖Z_t / b‖ = 2d/(ε b). Sensitivity:
+    The averaged-gradient noise is Z_t / b with ‖Z_t‖ ~ Gamma(d, 2/ε) and uniform direction
+    (:func:`~dpbench.privacy.noisy_sgd.gradient_sum_noise`), so E‖Z_t / b‖ = 2d/(ε b). Sensitivity:
     replacing one example changes the sum of ≤ 1-norm gradients by ≤ 2, so each update is ε-DP; with disjoint
     batches (one pass) the whole pass is ε-DP (parallel composition, song2018 Thm 3.3.1). For k passes the
     caller must split the budget (e.g. ε/k per pass, docs/studies/wu2016.md#open-choices item 6).
@@ -357,16 +364,8 @@ def l2_laplace_batch_noise(epsilon: float, batch_size: int | None = None):
     Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
     """
     epsilon = V.positive("epsilon", epsilon)
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-    beta = epsilon / 2.0
-
-    def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
-        return sample_l2_laplace(rng, beta, dim) / _divisor(batch_size, m)
-
-    noise.epsilon = epsilon
-    noise.batch_size = batch_size
-    return noise
+    hook = gradient_sum_noise_hook("l2_laplace", 2.0 / epsilon, batch_size)
+    return _one_model(hook, epsilon=epsilon, batch_size=hook.batch_size)
 
 
 def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
@@ -380,15 +379,8 @@ def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
     Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
     """
     sigma = V.nonnegative("sigma", sigma)
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-
-    def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
-        return rng.standard_normal(dim) * (sigma / _divisor(batch_size, m))
-
-    noise.sigma = sigma
-    noise.batch_size = batch_size
-    return noise
+    hook = gradient_sum_noise_hook("gaussian", sigma, batch_size)
+    return _one_model(hook, sigma=sigma, batch_size=hook.batch_size)
 
 
 # ----------------------------------------------------------------------------------------------------------

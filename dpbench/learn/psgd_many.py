@@ -16,6 +16,10 @@ model as their one-model counterparts (:func:`~dpbench.learn.psgd.psgd`,
 :func:`~dpbench.learn.private_psgd.bolt_on_psgd`) up to floating-point summation order (tested): the random
 draws are made in the same order (permutation per pass or indices per step, then one noise draw per update).
 
+The loop itself is :func:`many_model_sgd`, the one many-model margin-SGD engine of the package: it also runs
+song2018's chapters 3–4 (:func:`dpbench.learn.ldp_sgd.sgd_runs`, models on their own batches through
+:func:`run_batch_gradient`) and the membership study's PSGD models.
+
 Assumptions as in the engine: rows ‖x_i‖ ≤ 1, labels ±1, replace-one neighbours. The timing experiment
 (Fig. 3.4) uses the one-model aggregate, not this module.
 """
@@ -27,11 +31,15 @@ import math
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.mechanisms import classic_gaussian_sigma
-from .private_psgd import bolt_on_setup, bst14_calibration, bst14_schedule, output_noise
+from ..privacy.mechanisms import output_noise
+from ..privacy.noisy_sgd import bst14_calibration, gradient_sum_noise_hook, scs13_calibration
+from .private_psgd import bolt_on_setup, bst14_schedule
 from .psgd import StepSchedule, get_loss, make_schedule, total_updates
 
 __all__ = [
+    "many_model_sgd",
+    "shared_batch_gradient",
+    "run_batch_gradient",
     "psgd_many",
     "l2_laplace_noise_many",
     "gaussian_noise_many",
@@ -64,36 +72,13 @@ def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
     eps = np.asarray(epsilons, dtype=np.float64).ravel()
     if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
         raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
-    scale = 2.0 / eps
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-
-    def noise(rng, M, d, m):
-        if M != scale.size:
-            raise ValueError(f"noise built for {scale.size} models, called for {M}")
-        direction = rng.standard_normal((M, d))
-        direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
-        radius = rng.gamma(float(d), 1.0, size=M) * scale
-        return direction * radius[:, None] / (m if batch_size is None else min(batch_size, m))
-
-    return noise
+    return gradient_sum_noise_hook("l2_laplace", 2.0 / eps, batch_size)
 
 
 def gaussian_noise_many(sigmas, batch_size: int | None = None):
     """Per-model N(0, σ_m² I) on the gradient SUM, i.e. / b on the average (same divisor convention as
     :func:`l2_laplace_noise_many`). Returns ``(rng, M, d, m) -> (M, d)``."""
-    sig = np.asarray(sigmas, dtype=np.float64).ravel()
-    if sig.size < 1 or not np.all(np.isfinite(sig) & (sig >= 0)):
-        raise ValueError(f"sigmas must be finite and >= 0, got {sigmas!r}")
-    if batch_size is not None:
-        batch_size = V.count("batch_size", batch_size)
-
-    def noise(rng, M, d, m):
-        if M != sig.size:
-            raise ValueError(f"noise built for {sig.size} models, called for {M}")
-        return rng.standard_normal((M, d)) * (sig[:, None] / (m if batch_size is None else min(batch_size, m)))
-
-    return noise
+    return gradient_sum_noise_hook("gaussian", sigmas, batch_size)
 
 
 def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
@@ -133,43 +118,98 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     if batch_noise is not None and not callable(batch_noise):
         raise ValueError("batch_noise must be None or a callable (rng, M, d, m) -> (M, d)")
 
-    W = np.zeros((M, d))
-    t = 0
 
-    def update(idx):
-        nonlocal W, t
-        t += 1
+    def step_sizes(t):
         eta = float(sched(t))
         if not (eta > 0 and math.isfinite(eta)):
             raise ValueError(f"step size must be finite and > 0, got eta_{t} = {eta!r}")
-        Xb, Yb = X[idx], Y[idx]
-        m = Xb.shape[0]
-        coef = loss.dphi(Yb * (Xb @ W.T)) * Yb              # (m, M)
-        G = (coef.T @ Xb) / m                               # (M, d): mean gradient of every model
-        if l2:
-            G += l2 * W
-        if batch_noise is not None:
-            G += batch_noise(rng, M, d, m)
-        W = W - (eta * scale)[:, None] * G
-        if R is not None:
-            norms = np.linalg.norm(W, axis=1)
-            over = norms > R
-            if np.any(over):
-                W[over] *= (R[over] / norms[over])[:, None]
+        return eta * scale
+
+    def noise(rng_, G, t, m):
+        G += batch_noise(rng_, M, d, m)
 
     if sampling == "permutation":
         n_full = n - n % batch_size if last_batch == "drop" else n
         total_updates(n, batch_size, passes, last_batch)       # validates last_batch
-        for _ in range(passes):
-            perm = rng.permutation(n)
-            for start in range(0, n_full, batch_size):
-                update(perm[start:min(start + batch_size, n_full)])
+
+        def batches():
+            for _ in range(passes):
+                perm = rng.permutation(n)
+                for start in range(0, n_full, batch_size):
+                    yield perm[start:min(start + batch_size, n_full)]
     elif sampling == "replacement":
         steps = -(-passes * n // batch_size) if steps is None else V.count("steps", steps)
-        for _ in range(steps):
-            update(rng.integers(0, n, size=batch_size))
+
+        def batches():
+            for _ in range(steps):
+                yield rng.integers(0, n, size=batch_size)
     else:
         raise ValueError(f"sampling must be 'permutation' or 'replacement', got {sampling!r}")
+    return many_model_sgd(np.zeros((M, d)), batches(), shared_batch_gradient(X, Y, loss), step_sizes, rng=rng, l2=l2,
+                          radius=R, noise=None if batch_noise is None else noise)
+
+
+def shared_batch_gradient(X, Y, loss):
+    """Gradient plug of :func:`many_model_sgd` for M models on SHARED batches (``batch`` = the row indices):
+    model m has labels ``Y[:, m]``; returns the mean batch gradients (M, d) = (φ′(Y_B ⊙ X_B Wᵀ) ⊙ Y_B)ᵀ X_B / m
+    (one GEMM for all models) and the batch size m."""
+    def gradient(W, idx):
+        Xb, Yb = X[idx], Y[idx]
+        m = Xb.shape[0]
+        coef = loss.dphi(Yb * (Xb @ W.T)) * Yb              # (m, M)
+        return (coef.T @ Xb) / m, m                         # (M, d): mean gradient of every model
+
+    return gradient
+
+
+def run_batch_gradient(X, y, loss, model_run):
+    """Gradient plug of :func:`many_model_sgd` for models on their OWN batches: ``batch`` = (R, b) row indices,
+    one row per run, model m reads run ``model_run[m]``'s rows with the common labels ``y``; returns the mean
+    batch gradients (M, d) (batched over models) and b."""
+    same = np.array_equal(model_run, np.arange(model_run.size))
+
+    def gradient(W, idx):
+        Xr, yr = X[idx], y[idx]                                  # (R, b, d), (R, b)
+        Xb, yb = (Xr, yr) if same and idx.shape[0] == W.shape[0] else (Xr[model_run], yr[model_run])
+        b = idx.shape[1]
+        coef = loss.dphi(yb * np.einsum("mbd,md->mb", Xb, W)) * yb
+        return np.einsum("mb,mbd->md", coef, Xb) / b, b
+
+    return gradient
+
+
+def many_model_sgd(W, batches, gradient, step_sizes, *, rng=None, l2=0.0, radius=None, noise=None, observe=None):
+    """THE projected mini-batch SGD engine of M binary linear models (rows of ``W`` (M, d), updated in place and
+    returned): for each batch of ``batches`` (consumed lazily, so a batch's random draws come before the
+    update's noise), with t = 1, 2, … counting updates,
+
+        G ← gradient(W, batch) + λW + noise;   W ← Π_R(W − step_sizes(t)[:, None] · G)   row by row,
+
+    ``gradient(W, batch) -> (G (M, d) mean batch gradients, m batch size)`` (:func:`shared_batch_gradient`,
+    :func:`run_batch_gradient`), ``step_sizes(t) -> (M,)``, ``noise(rng, G, t, m)`` adds the update's noise to
+    G in place (None: no noise; per-update noise comes from :mod:`dpbench.privacy.noisy_sgd` or
+    :mod:`dpbench.privacy.mechanisms`), ``radius`` None or (M,) projection radii, ``observe(k, W)`` called
+    after k = 0, 1, …, T updates (e.g. objective checkpoints). Serves wu2016 ch. 3 (:func:`psgd_many`), song2018
+    ch. 3–4 (:func:`dpbench.learn.ldp_sgd.sgd_runs`) and the membership study.
+    """
+    t = 0
+    for batch in batches:
+        if observe is not None:
+            observe(t, W)
+        G, m = gradient(W, batch)
+        if l2:
+            G += l2 * W
+        if noise is not None:
+            noise(rng, G, t, m)
+        t += 1
+        W -= step_sizes(t)[:, None] * G
+        if radius is not None:
+            norms = np.linalg.norm(W, axis=1)
+            over = norms > radius
+            if np.any(over):
+                W[over] *= (radius[over] / norms[over])[:, None]
+    if observe is not None:
+        observe(t, W)
     return W
 
 
@@ -190,23 +230,12 @@ def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     loss = get_loss(loss)
-    if loss.lipschitz != 1.0:
-        raise ValueError(f"SCS13 noise is calibrated for L = 1 losses, got L = {loss.lipschitz!r}")
-    passes = V.count("passes", passes)
-    delta = V.delta_halfopen("delta", delta)
-    eps_pass = eps / passes
-    if delta == 0:
-        scale_e = 2.0 / eps_pass
-        hook = l2_laplace_noise_many(np.repeat(eps_pass, K))
-        kind = "l2_laplace"
-    else:
-        scale_e = np.array([classic_gaussian_sigma(e, delta / passes, 2.0) for e in eps_pass])
-        hook = gaussian_noise_many(np.repeat(scale_e, K))
-        kind = "gaussian"
+    cal = scs13_calibration(eps, delta, passes, loss.lipschitz)
+    hook = gradient_sum_noise_hook(cal["noise_kind"], np.repeat(cal["noise_scale"], K))
     W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
                   batch_noise=hook)
-    return W.reshape(eps.size, K, -1), {"noise_kind": kind, "noise_scale": scale_e, "epsilon_per_pass": eps_pass,
-                                        "delta_per_pass": delta / passes}
+    return W.reshape(eps.size, K, -1), {k: cal[k] for k in ("noise_kind", "noise_scale", "epsilon_per_pass",
+                                                            "delta_per_pass")}
 
 
 def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,

@@ -43,6 +43,24 @@ def clip_norm(value: float, batch_size: int, scale: str) -> float:
 
 
 
+def dpsgd_noise_calibration(n: int, batch_size: int, epochs, sampling: str, epsilon: float, delta: float,
+                            relation: str = "replace_one", accountant: str = "rdp", conversion: str | None = None):
+    """σ of DP-SGD on n examples (q = batch/N, the learner's own step count :func:`dpbench.learn.dpsgd_steps`)
+    for the replace-one budget (ε, δ) under ``relation`` (module docstring): ``"replace_one"`` calibrates the
+    add/remove budget (ε/2, δ/(1 + e^{ε/2})), ``"add_remove"`` calibrates (ε, δ) as the paper does. Returns the
+    :class:`~dpbench.privacy.DpsgdCalibration`."""
+    steps = dpsgd_steps(n, batch_size, epochs, sampling)
+    q = min(1.0, batch_size / n)
+    if relation == "replace_one":
+        eps, delta = add_remove_budget_for_replace_one(epsilon, delta)
+    elif relation == "add_remove":
+        eps = epsilon
+    else:
+        raise ValueError(f"neighbouring must be 'replace_one' or 'add_remove', got {relation!r}")
+    return calibrate_dpsgd_noise(eps, delta, q, steps, accountant=accountant,
+                                 conversion=conversion if accountant == "rdp" else None)
+
+
 @REGISTRY.register
 class DPSGD(Method):
     name = "dpsgd"
@@ -70,19 +88,13 @@ class DPSGD(Method):
         and the learner's own step count; returns (calibration, replace-one ε of the release)."""
         p = cell.param
         n = problem.n_train
-        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
-        q = min(1.0, p["batch_size"] / n)
         relation = p.get("neighbouring", "replace_one")
-        if relation == "replace_one":
-            eps, delta = add_remove_budget_for_replace_one(cell.epsilon, cell.delta)
-        elif relation == "add_remove":
-            eps, delta = cell.epsilon, cell.delta
-        else:
-            raise ValueError(f"neighbouring must be 'replace_one' or 'add_remove', got {relation!r}")
-        cal = calibrate_dpsgd_noise(eps, delta, q, steps, accountant=p["accountant"],
-                                    conversion=p["conversion"] if p["accountant"] == "rdp" else None)
+        cal = dpsgd_noise_calibration(n, p["batch_size"], p["epochs"], p["sampling"], cell.epsilon, cell.delta,
+                                      relation, p["accountant"], p["conversion"])
+        steps = dpsgd_steps(n, p["batch_size"], p["epochs"], p["sampling"])
         achieved = (2 * cal.epsilon if relation == "replace_one"
-                    else dpsgd_replace_one_epsilon(cal.noise_multiplier, q, steps, cell.delta))
+                    else dpsgd_replace_one_epsilon(cal.noise_multiplier, min(1.0, p["batch_size"] / n), steps,
+                                                   cell.delta))
         return cal, achieved
 
     @staticmethod

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 
 from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity_grad_norm_tol
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax
 from dpbench.methods.sensitivity import solver_record
-from dpbench.privacy import sample_l2_laplace
+from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
 NEIGHBOURING = ("replace_one", "add_remove")
 
@@ -89,6 +90,24 @@ def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str) -
     return float(epsilon) / 2 + eps_n / 2
 
 
+def loss_perturbation_fit(X, y, n_classes: int, l2_effective: float, epsilon: float, delta: float, rng, theta0,
+                          *, neighbouring: str = "replace_one", error_fraction: float, maxiter: int) -> tuple:
+    """θ_priv = argmin mean CE + (l2_effective/2)‖θ‖² + ⟨B, θ⟩/N (module docstring), B drawn from ``rng`` with
+    the calibration of :func:`loss_perturbation_noise`, L-BFGS warm-started at ``theta0`` (the non-private fit
+    at the same l2) and stopped by :func:`dpbench.learn.sensitivity_grad_norm_tol`. Returns
+    ``(θ_priv, noise kind, scale)``."""
+    n = X.shape[0]
+    kind, scale, _ = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring)
+    theta0 = np.asarray(theta0)
+    if kind == "l2_laplace":
+        noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)
+    else:
+        noise = sample_gaussian(rng, scale, theta0.shape)
+    theta = fit_softmax(X, y, n_classes, l2=l2_effective, linear=noise / n, theta0=theta0, maxiter=maxiter,
+                        grad_norm_tol=sensitivity_grad_norm_tol(n, error_fraction))
+    return theta, kind, scale
+
+
 @REGISTRY.register
 class LossPerturbation(Method):
     name = "loss_perturbation"
@@ -109,15 +128,10 @@ class LossPerturbation(Method):
         for cell in cells:
             p = cell.param
             theta0 = trained_softmax(problem, p["l2_effective"], ctx, p["error_fraction"], p["maxiter"])
-            rng = ctx.rng(cell.stream_key)
-            kind, scale, _ = loss_perturbation_noise(cell.epsilon, cell.delta, problem.n_classes, p["neighbouring"])
-            if kind == "l2_laplace":
-                noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)
-            else:
-                noise = rng.standard_normal(theta0.shape) * scale
-            theta = fit_softmax(problem.X_train, problem.y_train, problem.n_classes, l2=p["l2_effective"],
-                                linear=noise / problem.n_train, theta0=theta0, maxiter=p["maxiter"],
-                                grad_norm_tol=sensitivity_grad_norm_tol(problem.n_train, p["error_fraction"]))
+            theta, kind, scale = loss_perturbation_fit(
+                problem.X_train, problem.y_train, problem.n_classes, p["l2_effective"], cell.epsilon, cell.delta,
+                ctx.rng(cell.stream_key), theta0, neighbouring=p["neighbouring"], error_fraction=p["error_fraction"],
+                maxiter=p["maxiter"])
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),
                         "noise_kind": kind, "noise_scale": scale, "composition": "none",
                         "epsilon_achieved": loss_perturbation_epsilon(cell.epsilon, cell.delta, p["neighbouring"]),

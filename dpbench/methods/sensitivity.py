@@ -16,10 +16,12 @@ below is calibrated to that (η = ``error_fraction``, default 0.01), so the guar
 
 from __future__ import annotations
 
+import numpy as np
+
 from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol, solver_error_fraction
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
 from dpbench.methods.non_private import trained_softmax
-from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_l2_laplace
+from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_gaussian, sample_l2_laplace
 
 
 def minimiser_sensitivity(n: int, lam: float, error_fraction: float = SOLVER_ERROR_FRACTION) -> float:
@@ -41,6 +43,21 @@ def model_sensitivity_noise(n: int, lam: float, epsilon: float, delta: float,
     if delta == 0:
         return "l2_laplace", epsilon / sens
     return "gaussian_analytic", analytic_gaussian_sigma(epsilon, delta, sensitivity=sens)
+
+
+def model_sensitivity_release(theta, n: int, lam: float, epsilon: float, delta: float, rng,
+                              error_fraction: float = SOLVER_ERROR_FRACTION, size=()) -> tuple:
+    """Output perturbation of a fit θ (Alg. 1 for δ = 0, Alg. 3 for δ > 0): θ + noise calibrated by
+    :func:`model_sensitivity_noise`. ``size`` adds leading axes of independent releases (one vectorised draw).
+    Returns ``(released (*size, *θ.shape), noise kind, scale)``; the scale is β (L2-Laplace) or σ."""
+    theta = np.asarray(theta)
+    kind, scale = model_sensitivity_noise(n, lam, epsilon, delta, error_fraction)
+    size = (int(size),) if isinstance(size, (int, np.integer)) else tuple(size)
+    if kind == "l2_laplace":
+        noise = sample_l2_laplace(rng, scale, theta.size, size).reshape(size + theta.shape)
+    else:
+        noise = sample_gaussian(rng, scale, size + theta.shape)
+    return theta + noise, kind, scale
 
 
 def prediction_sensitivity_noise(n: int, lam: float, epsilon: float, delta: float, budget: int,
@@ -86,12 +103,9 @@ class ModelSensitivity(_TrainedModelMethod):
 
     def _evaluate(self, problem, theta, logits, cell, rng):
         p = cell.param
-        kind, scale = model_sensitivity_noise(problem.n_train, p["l2"], cell.epsilon, cell.delta, p["error_fraction"])
-        if kind == "l2_laplace":
-            noise = sample_l2_laplace(rng, scale, theta.size).reshape(theta.shape)
-        else:
-            noise = rng.standard_normal(theta.shape) * scale
-        acc = accuracy_of_logits(problem.X_eval @ (theta + noise), problem.y_eval)
+        released, kind, scale = model_sensitivity_release(theta, problem.n_train, p["l2"], cell.epsilon, cell.delta,
+                                                          rng, p["error_fraction"])
+        acc = accuracy_of_logits(problem.X_eval @ released, problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": "none",
                 **solver_record(problem.n_train, p["l2"], p["error_fraction"])}
 
@@ -110,7 +124,7 @@ class PredictionSensitivity(_TrainedModelMethod):
         if kind == "l2_laplace":  # one independent draw per query (test point)
             noise = sample_l2_laplace(rng, scale, logits.shape[1], size=(logits.shape[0],))
         else:
-            noise = rng.standard_normal(logits.shape) * scale
+            noise = sample_gaussian(rng, scale, logits.shape)
         acc = accuracy_of_logits(logits + noise, problem.y_eval)
         return {"accuracy": acc, "noise_kind": kind, "noise_scale": scale, "composition": comp,
                 **solver_record(problem.n_train, p["l2"], p["error_fraction"])}

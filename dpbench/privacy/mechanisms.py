@@ -10,7 +10,10 @@ Conventions
   replace-one, the Theorem 3 proof in App. B.2 add/remove-one; "vdm2020 erratum N" refers to the numbered
   list in docs/studies/vdm2020.md#errata, here erratum 17). The mechanisms here are agnostic: their
   guarantee holds for exactly the pairs (D, D′) over which Δ was bounded.
-* Every sampler takes an explicit ``numpy.random.Generator`` and draws all rows in one call.
+* Every sampler takes an explicit ``numpy.random.Generator`` and draws all rows in one call. The samplers here
+  are the only noise samplers of the package: the learners (``dpbench.learn``) and methods call them, so a
+  change of a sampler's draws or calibration lands in every caller at once. Each documents its draw order
+  (which generator calls, with which sizes): callers rely on it for bit-identical results.
 """
 
 from __future__ import annotations
@@ -24,11 +27,16 @@ from . import _validate as V
 
 __all__ = [
     "sample_l2_laplace",
+    "l2_laplace_rows",
+    "l2_laplace_sum",
+    "sample_gaussian",
     "sample_laplace",
     "classic_gaussian_sigma",
     "analytic_gaussian_alpha",
     "analytic_gaussian_sigma",
     "gaussian_mechanism_delta",
+    "NOISE_KINDS",
+    "output_noise",
     "exponential_mechanism",
 ]
 
@@ -58,15 +66,59 @@ def sample_l2_laplace(rng: np.random.Generator, beta: float, dim: int, size=()) 
     Privacy: adding this noise to f with L2 sensitivity Δ₂ is (beta·Δ₂)-DP (pure), because
     |‖b‖ − ‖b + f(D) − f(D′)‖| ≤ Δ₂ (triangle inequality); use ``beta = epsilon / Δ₂``.
 
-    Returns an array of shape ``(*size, dim)``; all rows come from one vectorised draw.
+    Returns an array of shape ``(*size, dim)``; all rows come from one vectorised draw
+    (:func:`l2_laplace_rows` with the Gamma scale 1/beta).
     """
     beta = V.positive("beta", beta)
     dim = V.count("dim", dim)
+    return l2_laplace_rows(rng, dim, 1.0 / beta, _size_tuple(size))
+
+
+def l2_laplace_rows(rng: np.random.Generator, dim: int, scale, size=()) -> np.ndarray:
+    """Batched L2-Laplace noise: row k has density ∝ exp(−‖b‖₂/scale_k), i.e. uniform direction times a radius
+    ‖b‖ ~ Gamma(dim, scale_k) (``scale`` = 1/β of :func:`sample_l2_laplace`; a scalar or an array broadcastable
+    to ``size``, one scale per row, e.g. one ε per model of a many-model engine).
+
+    Draw order: the directions of all rows (one ``standard_normal`` call of shape ``(*size, dim)``), then the
+    radii of all rows (one ``gamma(dim, 1)`` call of shape ``size``, times ``scale``). Returns ``(*size, dim)``.
+    Callers that divide the noise afterwards (e.g. by a batch size) do so on the returned array.
+    """
     shape = _size_tuple(size)
-    direction = rng.standard_normal(shape + (dim,))
+    if not np.all(np.asarray(scale) > 0):
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    direction = rng.standard_normal(shape + (int(dim),))
     direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
-    radius = rng.gamma(shape=float(dim), scale=1.0 / beta, size=shape)
+    radius = rng.gamma(float(dim), 1.0, size=shape) * scale
     return direction * np.asarray(radius)[..., None]
+
+
+def l2_laplace_sum(rng: np.random.Generator, dim: int, scale, *, dtype=np.float32) -> np.ndarray:
+    """Sums of independent L2-Laplace vectors: ``scale`` (k, b) Gamma scales (one per vector), returns (k, dim)
+    with row i = Σ_j Z_ij, Z_ij of density ∝ exp(−‖z‖/scale_ij) (as :func:`l2_laplace_rows`).
+
+    For many vectors at once (song2018 ch. 4: the batch average of b local-DP reports): the directions are
+    drawn in ``dtype`` (float32 by default: half the random bits and memory; the direction is exactly uniform
+    whatever the precision of the Gaussian) and never normalised in place — each radius is divided by its
+    direction's float64 norm and the weighted sum is accumulated in float64. Draw order: all directions (one
+    ``standard_normal`` call of shape (k, b, dim) in ``dtype``), then all radii (one ``gamma(dim, 1)`` call of
+    shape (k, b)).
+    """
+    scale = np.asarray(scale, dtype=np.float64)
+    if scale.ndim != 2 or not np.all(scale > 0):
+        raise ValueError(f"scale must be a (k, b) array of positive Gamma scales, got shape {scale.shape}")
+    u = rng.standard_normal(scale.shape + (int(dim),), dtype=dtype)
+    norms = np.sqrt(np.einsum("kbd,kbd->kb", u, u, dtype=np.float64))
+    r = rng.gamma(float(dim), 1.0, scale.shape) * scale / norms
+    return np.einsum("kb,kbd->kd", r, u, dtype=np.float64)
+
+
+def sample_gaussian(rng: np.random.Generator, sigma, size) -> np.ndarray:
+    """Centred Gaussian noise N(0, σ²) of shape ``size``: one ``standard_normal(size)`` call times ``sigma``
+    (a scalar or an array broadcastable to ``size``, e.g. one σ per row). Calibrations of σ:
+    :func:`classic_gaussian_sigma`, :func:`analytic_gaussian_sigma`, ``accounting.calibrate_dpsgd_noise``."""
+    if not np.all(np.asarray(sigma) >= 0):
+        raise ValueError(f"sigma must be >= 0, got {sigma!r}")
+    return rng.standard_normal(size) * sigma
 
 
 def sample_laplace(rng: np.random.Generator, scale: float, size=None) -> np.ndarray:
@@ -208,6 +260,51 @@ def gaussian_mechanism_delta(sigma: float, epsilon: float, sensitivity: float = 
     r = sensitivity / (2.0 * sigma)
     t = epsilon * sigma / sensitivity
     return float(np.exp(_log_phi_diff(r - t, -r - t, epsilon)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Output perturbation of a vector
+# ---------------------------------------------------------------------------------------------------------
+
+NOISE_KINDS = ("auto", "l2_laplace", "gaussian", "analytic_gaussian")
+
+
+def output_noise(rng, dim, sensitivity, epsilon, delta=0.0, noise="auto", size=()):
+    """Noise for output perturbation of a vector with L2 sensitivity Δ = ``sensitivity`` (wu2016 bolt-on PSGD,
+    §3.2; the membership study and the audit release the same noise).
+
+    * ``"l2_laplace"`` (``"auto"`` with δ = 0): density ∝ exp(−ε‖z‖/Δ) (wu2016 (2.2), Thm 2.17), i.e.
+      ‖z‖ ~ Gamma(d, Δ/ε) with uniform direction, E‖z‖ = dΔ/ε; ε-DP. Scale reported: Δ/ε.
+    * ``"gaussian"`` (``"auto"`` with δ > 0): N(0, σ² I) with σ = Δ√(2 ln(1.25/δ))/ε (wu2016 (2.3),
+      Thm 2.19; proof needs ε < 1, larger ε raises). Scale reported: σ.
+    * ``"analytic_gaussian"``: the tight σ of Balle & Wang (any ε > 0, δ ∈ (0, 1)).
+
+    Returns ``(z, kind, scale)``, z of shape ``(*size, dim)``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    dim = V.count("dim", dim)
+    sensitivity = V.positive("sensitivity", sensitivity)
+    epsilon = V.positive("epsilon", epsilon)
+    delta = V.delta_halfopen("delta", delta)
+    if noise not in NOISE_KINDS:
+        raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
+    kind = noise
+    if kind == "auto":
+        kind = "l2_laplace" if delta == 0 else "gaussian"
+    if kind == "l2_laplace":
+        scale = sensitivity / epsilon
+        z = sample_l2_laplace(rng, epsilon / sensitivity, dim, size)
+        return z, kind, scale
+    if delta == 0:
+        raise ValueError(f"noise={noise!r} needs delta > 0 (use 'l2_laplace' for pure epsilon-DP)")
+    if kind == "gaussian":
+        scale = classic_gaussian_sigma(epsilon, delta, sensitivity)
+    else:
+        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    shape = (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+    z = sample_gaussian(rng, scale, shape + (dim,))
+    return z, kind, scale
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -165,87 +165,122 @@ def game_budget(cfg: dict, method: str, epsilon: float) -> tuple[float, float]:
 
 def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
           rng: np.random.Generator, noise_factor: float = 1.0) -> tuple[np.ndarray, dict]:
-    """Train ``method`` on (X, y) at replace-one budget ε (and the configured δ for (ε, δ) methods).
+    """Train ``method`` on (X, y) at replace-one budget ε (and the configured δ for (ε, δ) methods), through
+    the learners of the studies the attacks target: the vdm2020 methods (:mod:`dpbench.methods.sensitivity`,
+    :mod:`~dpbench.methods.loss_perturbation`, :mod:`~dpbench.methods.dpsgd`), the wu2016 ch. 3 many-model
+    PSGD algorithms (:mod:`dpbench.learn.psgd_many`) and the wu2016 ch. 4 mechanisms.
 
     ``noise_factor`` is FAULT INJECTION for testing the audit: the mechanism is calibrated as if the budget
     were ε/noise_factor (for the L2-Laplace output and loss perturbation exactly: noise scale × noise_factor).
     Returns (score matrix (d, C), info)."""
-    from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
-
+    if method not in _TRAINERS:
+        raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
     tc = cfg["training"]
-    n, d = X.shape
     C = int(n_classes)
     if method == "non_private":
+        from dpbench.learn import fit_softmax
+
         return fit_softmax(X, y, C, l2=tc["l2_non_private"], gtol=tc["gtol"], maxiter=tc["maxiter"]), {}
+    if method in BINARY_ONLY and C != 2:
+        raise ValueError(f"{method} is binary logistic regression only")
     eps = float(epsilon) / float(noise_factor)
-    delta = method_delta(cfg, method)
-    if method == "output_perturbation":
-        from dpbench.methods.sensitivity import model_sensitivity_noise
-        from dpbench.privacy import sample_l2_laplace
+    return _TRAINERS[method](tc, X, y, C, eps, method_delta(cfg, method), rng)
 
-        theta = fit_softmax(X, y, C, l2=tc["l2"], maxiter=tc["maxiter"], grad_norm_tol=sensitivity_grad_norm_tol(n))
-        kind, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)  # calibrated to Δ(1 + η): covers the solver
-        return theta + sample_l2_laplace(rng, beta, theta.size).reshape(theta.shape), {"noise_scale": 1 / beta}
-    if method == "loss_perturbation":
-        from dpbench.methods.loss_perturbation import loss_perturbation_l2, loss_perturbation_noise
-        from dpbench.privacy import sample_l2_laplace
 
-        kind, beta, rho = loss_perturbation_noise(eps, 0.0, C)
-        l2 = loss_perturbation_l2(tc["loss_perturbation_regularizer"], rho, n, tc["l2"])
-        tol = sensitivity_grad_norm_tol(n)  # replace-one calibration (the game's relation), solver within η/2·Δ
-        theta0 = fit_softmax(X, y, C, l2=l2, maxiter=tc["maxiter"], grad_norm_tol=tol)
-        noise = sample_l2_laplace(rng, beta, theta0.size).reshape(theta0.shape)
-        theta = fit_softmax(X, y, C, l2=l2, linear=noise / n, theta0=theta0, maxiter=tc["maxiter"], grad_norm_tol=tol)
-        return theta, {"noise_scale": 1 / beta, "l2_effective": l2}
-    if method == "dpsgd":
-        from dpbench.learn import dpsgd_softmax, dpsgd_steps
-        from dpbench.privacy import calibrate_dpsgd_noise
+def _train_output_perturbation(tc, X, y, C, eps, delta, rng):
+    """vdm2020 model sensitivity (Alg. 1): the solver-aware fit, then the L2-Laplace release (pure ε)."""
+    from dpbench.methods.non_private import fit_minimiser
+    from dpbench.methods.sensitivity import model_sensitivity_release
 
-        dc = tc["dpsgd"]
-        e_ar, d_ar = ((eps, delta) if dc["replace_one"] == "double_bound"
-                      else B.add_remove_budget_for_replace_one(eps, delta))
-        b = min(int(dc["batch_size"]), n)
-        steps = dpsgd_steps(n, b, dc["epochs"], "poisson")
-        cal = calibrate_dpsgd_noise(e_ar, d_ar, b / n, steps, accountant="rdp", conversion=dc["conversion"])
-        theta = dpsgd_softmax(X, y, C, noise_multiplier=cal.noise_multiplier, clip=dc["clip"], batch_size=b,
-                              epochs=dc["epochs"], learning_rate=dc["learning_rate"], rng=rng, n_runs=1)[0]
-        return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": e_ar, "delta_add_remove": d_ar}
-    if method in ("bolt_on", "scs13", "bst14"):
-        from dpbench.learn import psgd_many as many
+    theta = fit_minimiser(X, y, C, tc["l2"], tc["maxiter"])
+    released, _, beta = model_sensitivity_release(theta, X.shape[0], tc["l2"], eps, 0.0, rng)
+    return released, {"noise_scale": 1 / beta}
 
-        pc = tc["psgd"]
-        Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
-        K = Yk.shape[1]  # one-vs-all: K binary models with ε/K (and δ/K) each, basic composition
-        b = min(int(pc["batch_size"]), n)
-        if method == "bolt_on":
-            W, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0, rng, l2=pc["l2"])
-        elif method == "scs13":
-            W, info = many.scs13_many(X, Yk, "logistic", pc["passes"], b, [eps / K], rng, l2=pc["l2"],
-                                      radius=1.0 / pc["l2"])
-        else:
-            W, info = many.bst14_many(X, Yk, "logistic", [eps / K], delta / K, rng, batch_size=b,
-                                      passes=pc["passes"], l2=pc["l2"], radius=1.0 / pc["l2"])
-        return _ova_scores(W[0], C), {"noise_scale": float(np.ravel(info.get("noise_scale", info.get("sigma")))[0])}
-    if method in BINARY_ONLY:
-        if C != 2:
-            raise ValueError(f"{method} is binary logistic regression only")
-        ec = tc["erm"]
-        ypm = np.where(y == 1, 1.0, -1.0)
-        if method == "output_perturbation_erm":
-            from dpbench.methods.output_perturbation import output_perturbation
 
-            r = output_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
-            return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
-        if method == "objective_perturbation":
-            from dpbench.methods.objective_perturbation import objective_perturbation
+def _train_loss_perturbation(tc, X, y, C, eps, delta, rng):
+    """vdm2020 loss perturbation (Alg. 4, replace-one calibration, pure ε), warm-started at the non-private fit."""
+    from dpbench.learn import SOLVER_ERROR_FRACTION
+    from dpbench.methods.loss_perturbation import loss_perturbation_fit, loss_perturbation_l2, loss_perturbation_noise
+    from dpbench.methods.non_private import fit_minimiser
 
-            r = objective_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
-            return _binary_scores(r.w), {"noise_scale": r.noise_scale}
-        from dpbench.methods.functional_mechanism import functional_mechanism_logistic
+    l2 = loss_perturbation_l2(tc["loss_perturbation_regularizer"], loss_perturbation_noise(eps, 0.0, C)[2],
+                              X.shape[0], tc["l2"])
+    theta0 = fit_minimiser(X, y, C, l2, tc["maxiter"])
+    theta, _, beta = loss_perturbation_fit(X, y, C, l2, eps, 0.0, rng, theta0, error_fraction=SOLVER_ERROR_FRACTION,
+                                           maxiter=tc["maxiter"])
+    return theta, {"noise_scale": 1 / beta, "l2_effective": l2}
 
-        r = functional_mechanism_logistic(X, (y == 1).astype(float), eps, rng, domain="sphere")
+
+def _train_dpsgd(tc, X, y, C, eps, delta, rng):
+    """vdm2020 DP-SGD (Eq. 4, Poisson sampling, RDP accountant): ``replace_one: half_budget`` calibrates the
+    add/remove budget whose replace-one guarantee is (ε, δ) (the method's ``neighbouring: replace_one``),
+    ``double_bound`` calibrates (ε, δ) add/remove (``neighbouring: add_remove``)."""
+    from dpbench.learn import dpsgd_softmax
+    from dpbench.methods.dpsgd import dpsgd_noise_calibration
+
+    dc = tc["dpsgd"]
+    relation = "add_remove" if dc["replace_one"] == "double_bound" else "replace_one"
+    n = X.shape[0]
+    b = min(int(dc["batch_size"]), n)
+    cal = dpsgd_noise_calibration(n, b, dc["epochs"], "poisson", eps, delta, relation, "rdp", dc["conversion"])
+    theta = dpsgd_softmax(X, y, C, noise_multiplier=cal.noise_multiplier, clip=dc["clip"], batch_size=b,
+                          epochs=dc["epochs"], learning_rate=dc["learning_rate"], rng=rng, n_runs=1)[0]
+    return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": cal.epsilon,
+                   "delta_add_remove": cal.delta}
+
+
+def _psgd_labels(tc, X, y, C):
+    """±1 label columns (one binary model, or K one-vs-all models) and the batch size of the PSGD methods."""
+    from dpbench.learn import psgd_many as many
+
+    Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
+    return Yk, min(int(tc["psgd"]["batch_size"]), X.shape[0])
+
+
+def _train_psgd(tc, X, y, C, eps, delta, rng, *, method):
+    """wu2016 ch. 3 bolt-on / SCS13 / BST14 (the study's many-model functions); one-vs-all: K binary models with
+    ε/K (and δ/K) each, basic composition."""
+    from dpbench.learn import psgd_many as many
+
+    pc = tc["psgd"]
+    Yk, b = _psgd_labels(tc, X, y, C)
+    K = Yk.shape[1]
+    if method == "bolt_on":
+        W, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0, rng, l2=pc["l2"])
+    elif method == "scs13":
+        W, info = many.scs13_many(X, Yk, "logistic", pc["passes"], b, [eps / K], rng, l2=pc["l2"],
+                                  radius=1.0 / pc["l2"])
+    else:
+        W, info = many.bst14_many(X, Yk, "logistic", [eps / K], delta / K, rng, batch_size=b,
+                                  passes=pc["passes"], l2=pc["l2"], radius=1.0 / pc["l2"])
+    return _ova_scores(W[0], C), {"noise_scale": float(np.ravel(info.get("noise_scale", info.get("sigma")))[0])}
+
+
+def _train_erm(tc, X, y, C, eps, delta, rng, *, method):
+    """wu2016 ch. 4 mechanisms on binary logistic regression (labels ±1, or {0, 1} for the functional mechanism)."""
+    ec = tc["erm"]
+    ypm = np.where(y == 1, 1.0, -1.0)
+    if method == "output_perturbation_erm":
+        from dpbench.methods.output_perturbation import output_perturbation
+
+        r = output_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
         return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
-    raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
+    if method == "objective_perturbation":
+        from dpbench.methods.objective_perturbation import objective_perturbation
+
+        r = objective_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
+        return _binary_scores(r.w), {"noise_scale": r.noise_scale}
+    from dpbench.methods.functional_mechanism import functional_mechanism_logistic
+
+    r = functional_mechanism_logistic(X, (y == 1).astype(float), eps, rng, domain="sphere")
+    return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
+
+
+_TRAINERS = {"non_private": None, "output_perturbation": _train_output_perturbation,
+             "loss_perturbation": _train_loss_perturbation, "dpsgd": _train_dpsgd,
+             **{m: functools.partial(_train_psgd, method=m) for m in ("bolt_on", "scs13", "bst14")},
+             **{m: functools.partial(_train_erm, method=m) for m in BINARY_ONLY}}
+assert set(_TRAINERS) == set(METHODS)
 
 
 def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
@@ -266,21 +301,18 @@ def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes
     T = int(trials)
     eps = float(epsilon) / float(noise_factor)
     if method == "output_perturbation":
-        from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
-        from dpbench.methods.sensitivity import model_sensitivity_noise
-        from dpbench.privacy import sample_l2_laplace
+        from dpbench.methods.non_private import fit_minimiser
+        from dpbench.methods.sensitivity import model_sensitivity_release
 
-        theta = fit_softmax(X, y, C, l2=tc["l2"], maxiter=tc["maxiter"], grad_norm_tol=sensitivity_grad_norm_tol(n))
-        _, beta = model_sensitivity_noise(n, tc["l2"], eps, 0.0)
-        return theta[None] + sample_l2_laplace(rng, beta, theta.size, (T,)).reshape((T,) + theta.shape)
+        theta = fit_minimiser(X, y, C, tc["l2"], tc["maxiter"])
+        return model_sensitivity_release(theta, n, tc["l2"], eps, 0.0, rng, size=T)[0]
     if method == "bolt_on":
         from dpbench.learn import psgd_many as many
-        from dpbench.learn.private_psgd import output_noise
+        from dpbench.privacy.mechanisms import output_noise
 
         pc = tc["psgd"]
-        Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
+        Yk, b = _psgd_labels(tc, X, y, C)
         K = Yk.shape[1]
-        b = min(int(pc["batch_size"]), n)
         _, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0,
                                     np.random.default_rng(int(shared_seed)), l2=pc["l2"])
         z, _, _ = output_noise(rng, d, info["sensitivity"], eps / K, 0.0, size=(T, K))
@@ -306,11 +338,16 @@ def training_code_hash() -> str:
     import dpbench.methods.output_perturbation as m9
     import dpbench.methods.sensitivity as m10
     import dpbench.privacy.accounting as m11
+    import dpbench.methods.dpsgd as m14
+    import dpbench.methods.non_private as m15
     import dpbench.privacy.mechanisms as m12
+    import dpbench.privacy.noisy_sgd as m13
 
     h = hashlib.sha256()
-    for obj in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, B, _prepare, member_split, shadow_halves,
-                _binary_scores, _ova_scores, method_delta, game_budget, train, release_many):
+    for obj in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15, B, _prepare, member_split,
+                shadow_halves, _binary_scores, _ova_scores, method_delta, game_budget, train,
+                _train_output_perturbation, _train_loss_perturbation, _train_dpsgd, _psgd_labels, _train_psgd,
+                _train_erm, release_many):
         h.update(inspect.getsource(obj).encode())
     return h.hexdigest()[:16]
 

@@ -97,11 +97,14 @@ FIGURES: dict[str, FigureSpec] = {
 
 @functools.lru_cache(maxsize=1)
 def code_hash() -> str:
-    """Hash of the sources every chapter-3/4 series depends on."""
+    """Hash of the sources every chapter-3/4 series depends on (engine, noise samplers, data, this module)."""
     import sys
 
+    import dpbench.privacy.mechanisms as mech
+    import dpbench.privacy.noisy_sgd as noisy
+
     h = hashlib.sha256()
-    for mod in (L, kdd, cov, T, sys.modules[__name__]):
+    for mod in (L, mech, noisy, kdd, cov, T, sys.modules[__name__]):
         h.update(inspect.getsource(mod).encode())
     return h.hexdigest()[:16]
 

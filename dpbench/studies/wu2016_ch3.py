@@ -46,11 +46,15 @@ RUNTIME_METHODS = METHODS
 
 @functools.lru_cache(maxsize=1)
 def code_hash() -> str:
-    """Hash of the sources every chapter-3 series depends on (engine, private algorithms, this module)."""
+    """Hash of the sources every chapter-3 series depends on (engine, private algorithms, their noise samplers
+    and calibrations, this module)."""
     import sys
 
+    import dpbench.privacy.mechanisms as mech
+    import dpbench.privacy.noisy_sgd as noisy
+
     h = hashlib.sha256()
-    for mod in (engine, pp, many, sys.modules[__name__]):
+    for mod in (engine, pp, many, mech, noisy, sys.modules[__name__]):
         h.update(inspect.getsource(mod).encode())
     return h.hexdigest()[:16]
 

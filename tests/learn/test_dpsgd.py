@@ -207,3 +207,34 @@ def test_accounted_steps_are_the_steps_taken(sampling, epochs):
                              learning_rate=0.1, rng=np.random.default_rng(0), sampling=sampling, return_trace=True)
     assert trace["steps"] == dpsgd_steps(103, 10, epochs, sampling)
     assert dpsgd_steps(103, 10, 2, "shuffle") == 22 and dpsgd_steps(103, 10, 2, "poisson") == 21
+
+
+# Outputs of the two DP-SGD loops before they were merged into dpbench.learn.dpsgd.dpsgd_loop (the softmax loop of
+# this module and the copy in learn/mlp.py), frozen: the shared loop must reproduce them (bit-identical here; the
+# tolerance only allows for another BLAS).
+_FROZEN_DPSGD = {
+    "softmax_poisson": [[0.13370694965513757, 0.22056357025555995, -0.09877761180040201],
+                        [-0.09647638294185557, -0.2709473992807671, 0.2034442064511076]],
+    "mlp_poisson": [[0.26053659972458526, -0.38021009150071766, -0.3321745789779046],
+                    [1.6060973381059849, -1.8729755568751425, 0.1700309592138453]],
+    "softmax_shuffle": [[-0.12902592059747733, 0.21239317842481092, 0.06422163157312667],
+                        [0.04293580058404202, 0.11473208504126677, 0.11692949691717963]],
+    "mlp_shuffle": [[0.2315875541126774, -0.3752765099214587, -0.4264538631230458],
+                    [1.339638113331975, -1.6638789866571861, 0.25072866187896825]],
+}
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "shuffle"])
+def test_shared_dpsgd_loop_reproduces_the_softmax_and_mlp_loops_it_replaced(sampling):
+    from dpbench.learn import dpsgd_mlp
+
+    g = np.random.default_rng(0)
+    X = g.standard_normal((40, 4))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = g.integers(0, 3, 40)
+    th = dpsgd_softmax(X, y, 3, noise_multiplier=1.1, clip=0.5, batch_size=8, epochs=2, learning_rate=0.5,
+                       rng=np.random.default_rng(1), n_runs=2, sampling=sampling)
+    np.testing.assert_allclose(th[:, 0, :], _FROZEN_DPSGD[f"softmax_{sampling}"], rtol=1e-12, atol=1e-15)
+    p = dpsgd_mlp(X, y, 3, 3, 1.1, 0.5, 8, 2, 0.5, [np.random.default_rng(2), np.random.default_rng(3)], n_runs=2,
+                  sampling=sampling)
+    np.testing.assert_allclose(p.flat()[:, :3], _FROZEN_DPSGD[f"mlp_{sampling}"], rtol=1e-12, atol=1e-15)

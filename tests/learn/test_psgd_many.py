@@ -160,3 +160,51 @@ def test_scs13_many_neighbour_test_has_power():
     """Noise calibrated for ε = 2 fails the ε = 1 check."""
     lr, se = _scs13_logratios(2.0)
     assert np.any(np.abs(lr) > 1.0 + 4.0 * se)
+
+
+# Outputs of the two many-model margin-SGD loops before they were merged into psgd_many.many_model_sgd
+# (psgd_many's own loop and ldp_sgd.sgd_runs), frozen: the shared engine must reproduce them (bit-identical
+# here; the tolerance only allows for another BLAS).
+_FROZEN_ENGINES = {
+    "psgd_many": [0.7787776279350127, -0.6803011636300869],
+    "batch": [-1.117216888480149, 0.5787766321546868, 1.1883865543420407],
+    "sample": [-0.7348822761180678, 0.5787766321546868, -2.4110896075898496],
+    "trace": [1.2400896261681593, 0.5397262224376433, 2.0907011801069664],
+}
+
+
+def test_merged_engine_reproduces_psgd_many_and_sgd_runs():
+    from dpbench.learn import ldp_sgd as L
+
+    gen = np.random.default_rng(0)
+    X = gen.standard_normal((30, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    W = pm.psgd_many(X, np.c_[y, -y], "logistic", 2, 4, "inv_sqrt", g(1), l2=0.1, radius=[1.0, 2.0],
+                     batch_noise=pm.l2_laplace_noise_many([1.0, 2.0]))
+    np.testing.assert_allclose(W[:, 0], _FROZEN_ENGINES["psgd_many"], rtol=1e-12)
+    seq = np.stack([g(5 + r).permutation(30) for r in range(2)])
+    eta = np.tile(1.0 / np.arange(1, 6), (3, 1))
+    kw = dict(l2=0.1, radius=3.0, model_run=[0, 1, 0])
+    out = L.sgd_runs(X, y, seq, 5, eta, g(2), noise="batch", epsilon=[1.0, np.inf, 2.0], **kw)
+    np.testing.assert_allclose(out["W"][:, 0], _FROZEN_ENGINES["batch"], rtol=1e-12)
+    eps_s = np.where(g(3).random(seq.shape) < 0.5, 0.5, 3.0)
+    out = L.sgd_runs(X, y, seq, 5, eta, g(2), noise="sample", epsilon=eps_s, noisy=[True, False, True],
+                     checkpoints=[0, 5], **kw)
+    np.testing.assert_allclose(out["W"][:, 0], _FROZEN_ENGINES["sample"], rtol=1e-12)
+    np.testing.assert_allclose(out["trace"][:, 1], _FROZEN_ENGINES["trace"], rtol=1e-12)
+
+
+def test_many_model_sgd_on_own_batches_equals_shared_batches():
+    """The two gradient plugs agree when every model reads the same rows (up to summation order)."""
+    X, y = np.random.default_rng(1).standard_normal((20, 3)) / 2, np.where(np.arange(20) % 3, 1.0, -1.0)
+    Y = np.c_[y, -y]
+    idx = [np.arange(s, s + 5) for s in range(0, 20, 5)]
+    steps = lambda t: np.full(2, 0.5 / t)  # noqa: E731
+    a = pm.many_model_sgd(np.zeros((2, 3)), iter(idx), pm.shared_batch_gradient(X, Y, engine.get_loss("logistic")), steps)
+    W = np.zeros((2, 3))
+    for k, col in enumerate((y, -y)):       # model k alone on its own labels, batches as (1, b) runs
+        W[k] = pm.many_model_sgd(np.zeros((1, 3)), (i[None] for i in idx),
+                                 pm.run_batch_gradient(X, col, engine.get_loss("logistic"), np.arange(1)),
+                                 lambda t: np.full(1, 0.5 / t))[0]
+    np.testing.assert_allclose(a, W, rtol=1e-12)

@@ -15,6 +15,9 @@ from dpbench.privacy import (
     classic_gaussian_sigma,
     exponential_mechanism,
     gaussian_mechanism_delta,
+    l2_laplace_rows,
+    l2_laplace_sum,
+    sample_gaussian,
     sample_l2_laplace,
     sample_laplace,
 )
@@ -141,6 +144,51 @@ def test_l2_laplace_reproducible():
     assert np.array_equal(a, b)
 
 
+# Draws of the samplers before they were merged (the copies in learn/psgd_many.py and learn/ldp_sgd.py), frozen:
+# the shared samplers must keep every caller's draws bit-identical.
+_OLD_L2 = [[0.016784262855950707, 4.076096364802606, -3.740348140480716],
+           [-2.4549051944305544, -1.253294296780646, -2.7334612478561704]]
+_OLD_MANY = [[0.008392131427975354, 2.038048182401303, -1.870174070240358],
+             [-0.3068631493038193, -0.15666178709758075, -0.3416826559820213]]
+_OLD_SUM = [[-1.497028875768369, 4.18095516338361, -3.2186059359855093, 0.4759466198688038],
+            [19.771810161294912, 0.4447884785972729, 12.142359854705084, 8.7957342410221]]
+
+
+def test_l2_laplace_samplers_keep_the_draws_of_the_merged_copies():
+    assert np.allclose(sample_l2_laplace(np.random.default_rng(7), 0.5, 3, 2), _OLD_L2, rtol=1e-14, atol=0)
+    # psgd_many's per-model SCS13 noise: Gamma scales 2/ε per row, divided by the batch size 4 afterwards
+    rows = l2_laplace_rows(np.random.default_rng(7), 3, 2.0 / np.array([0.5, 2.0]), 2) / 4
+    assert np.allclose(rows, _OLD_MANY, rtol=1e-14, atol=0)
+    sums = l2_laplace_sum(np.random.default_rng(7), 4, np.array([[1.0, 2, 3], [4, 5, 6]]))
+    assert np.allclose(sums, _OLD_SUM, rtol=1e-12, atol=0)   # float32 directions, float64 accumulation
+    # scalar scale 1/β is sample_l2_laplace itself
+    assert np.array_equal(l2_laplace_rows(np.random.default_rng(3), 4, 1 / 0.5, (5,)),
+                          sample_l2_laplace(np.random.default_rng(3), 0.5, 4, 5))
+
+
+def test_l2_laplace_sum_moments():
+    # each row sums b = 4 independent vectors with radius ~ Gamma(d, s): E‖Σ‖² = Σ_j d(d+1)s_j²
+    d, k = 3, 40_000
+    s = np.array([[0.5, 1.0, 1.5, 2.0]])
+    z = l2_laplace_sum(np.random.default_rng(5), d, np.repeat(s, k, axis=0))
+    assert z.shape == (k, d)
+    assert np.mean(np.sum(z * z, axis=1)) == pytest.approx(d * (d + 1) * np.sum(s**2), rel=0.03)
+    assert abs(z.mean()) < 0.05
+    with pytest.raises(ValueError, match="scale"):
+        l2_laplace_sum(np.random.default_rng(5), d, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="scale"):
+        l2_laplace_rows(np.random.default_rng(5), d, np.array([1.0, 0.0]), 2)
+
+
+def test_gaussian_sampler():
+    x = sample_gaussian(np.random.default_rng(3), np.array([[1.0], [3.0]]), (2, 50_000))
+    assert x.std(axis=1) == pytest.approx([1.0, 3.0], rel=0.02)
+    assert np.array_equal(sample_gaussian(np.random.default_rng(4), 2.0, 5),
+                          np.random.default_rng(4).standard_normal(5) * 2.0)
+    with pytest.raises(ValueError, match="sigma"):
+        sample_gaussian(np.random.default_rng(3), -1.0, 3)
+
+
 def test_laplace_sampler():
     x = sample_laplace(np.random.default_rng(3), 1.5, 100_000)
     assert x.shape == (100_000,)
@@ -184,3 +232,33 @@ def test_exponential_mechanism_beta_zero_and_inf():
     assert set(np.unique(inf_draws)) == {1, 2}  # argmax, ties broken at random
     zero = np.bincount(exponential_mechanism(rng, u, 0.0, size=40_000), minlength=4)
     assert stats.chisquare(zero).pvalue > 1e-4
+
+
+# --- per-update noise of noisy mini-batch SGD (SCS13) ----------------------------------------------------
+
+
+def test_scs13_calibration_splits_the_budget_over_passes():
+    from dpbench.privacy.noisy_sgd import scs13_calibration
+
+    c = scs13_calibration([0.5, 2.0], 0.0, passes=4)
+    assert c["noise_kind"] == "l2_laplace"
+    np.testing.assert_array_equal(c["epsilon_per_pass"], [0.125, 0.5])
+    np.testing.assert_array_equal(c["noise_scale"], [16.0, 4.0])           # Gamma scale 2/ε_pass of ‖Z_t‖
+    g = scs13_calibration(0.8, 1e-5, passes=2)
+    assert g["noise_kind"] == "gaussian" and g["delta_per_pass"] == 5e-6
+    assert g["noise_scale"][0] == pytest.approx(2 * math.sqrt(2 * math.log(1.25 / 5e-6)) / 0.4)
+    with pytest.raises(ValueError, match="L = 1"):
+        scs13_calibration(1.0, 0.0, 1, lipschitz=2.0)
+
+
+def test_gradient_sum_noise_divisor_orders_agree():
+    from dpbench.privacy.noisy_sgd import gradient_sum_noise, gradient_sum_noise_hook
+
+    a = gradient_sum_noise(np.random.default_rng(1), "l2_laplace", [1.0, 4.0], 3, 5)
+    b = gradient_sum_noise(np.random.default_rng(1), "l2_laplace", [1.0, 4.0], 3, 5, divide_scale=True)
+    np.testing.assert_allclose(a, b, rtol=1e-14)                             # two float orders, same Z / b
+    hook = gradient_sum_noise_hook("gaussian", [1.0, 2.0], batch_size=2)
+    np.testing.assert_array_equal(hook(np.random.default_rng(2), 2, 3, 7),
+                                  np.random.default_rng(2).standard_normal((2, 3)) * (np.array([[1.0], [2.0]]) / 2))
+    with pytest.raises(ValueError, match="kind"):
+        gradient_sum_noise_hook("laplace", 1.0)
