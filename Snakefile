@@ -20,7 +20,7 @@ if workflow.is_main_process:
     CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
     W.remove_damaged_results(CONFIG)
 else:
-    CONFIG = W.coerce_numbers(dict(config))  # 1e-5 read as a string by YAML 1.1: a number, as in the main process
+    CONFIG = W.job_config(config)  # numbers as in the main process (1e-5), the config's plugins and user datasets
 RES = CONFIG["results_dir"]
 FIG = CONFIG["figures_dir"]
 
