@@ -99,7 +99,8 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
     ax.set_ylim(0, 1.0)
-    ax.set_title(f"{spec.study} {spec.name}: {spec.title}", fontsize=9)
+    users = [v.split(":")[1] for v in user_variants(df)]  # the title names the source's data: say what was used
+    ax.set_title(f"{spec.study} {spec.name}: {spec.title}" + (f" — on {', '.join(users)}" if users else ""), fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
     if df["is_substitute"].any() or spec.substitute_note or user_variants(df):
