@@ -53,8 +53,8 @@ def _candidates(fmt: str, part: str) -> list[tuple[str, ...]]:
         return [(f"{part}.parquet",)]
     if fmt == "libsvm":
         return [(f"{part}.libsvm",), (f"{part}.libsvm.gz",)]
-    if fmt == "idx":
-        return [(f"{part}-images.idx{gz}", f"{part}-labels.idx{gz}") for gz in ("", ".gz")]
+    if fmt == "idx":  # each of the two files plain or gzip-compressed
+        return [(f"{part}-images.idx{a}", f"{part}-labels.idx{b}") for a in ("", ".gz") for b in ("", ".gz")]
     if fmt == "npz":
         return [(f"{part}.npz",)]
     raise UserDatasetError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
@@ -129,7 +129,7 @@ class UserDataset:
                     out[part] = paths
                     break
         if "train" not in out:
-            want = " or ".join(" + ".join(c) for c in _candidates(self.format, "train"))
+            want = " or ".join(" + ".join(c) for c in _candidates(self.format, "train")[:2])
             raise UserDatasetError(f"datasets.{self.name}.path: no training part in {self.folder} "
                                    f"(format {self.format}: expected {want})")
         return out
