@@ -20,7 +20,7 @@ if workflow.is_main_process:
     CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
     W.remove_damaged_results(CONFIG)
 else:
-    CONFIG = W.coerce_numbers(dict(config))  # 1e-5 read as a string by YAML 1.1: a number, as in the main process
+    CONFIG = W.subprocess_config(config)  # numbers as in the main process (1e-5), the config's plugins and datasets
 # Every rule runs `python -m dpbench.jobs JOB_CONFIG KIND ...` (a shell command: no second Snakemake process per
 # job); the jobs read the config validated above from this file.
 JOB_CONFIG = W.job_config(config, CONFIG, main_process=workflow.is_main_process)

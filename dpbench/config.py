@@ -121,7 +121,9 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def _schema() -> dict:
+def base_schema() -> dict:
+    """The JSON schema of the file (a fresh copy). The studies fill in what the registries hold — method names,
+    the config blocks of added methods, dataset names — in :func:`dpbench.studies.extensions.config_schema`."""
     with open(SCHEMA_PATH) as fh:
         return yaml.safe_load(fh)
 
@@ -136,10 +138,11 @@ def _path_of(error) -> str:
     return "".join(parts) or "<config>"
 
 
-def validate_schema(config: dict) -> dict:
-    """Check ``config`` against the JSON schema (workflow/schemas/config.schema.yaml) and for non-finite numbers;
-    raise :class:`ConfigError` naming the first bad key. Returns ``config`` (numbers given as strings coerced).
-    The studies' own checks (grids, methods, options) come on top: :func:`dpbench.studies.validate_config`."""
+def validate_schema(config: dict, schema: dict | None = None) -> dict:
+    """Check ``config`` against the JSON schema (``schema``; default: workflow/schemas/config.schema.yaml as it
+    is) and for non-finite numbers; raise :class:`ConfigError` naming the first bad key. Returns ``config``
+    (numbers given as strings coerced). The studies' own checks (grids, methods, options) come on top:
+    :func:`dpbench.studies.validate_config`, which also passes the schema completed from the registries."""
     import jsonschema
 
     if not isinstance(config, dict):
@@ -147,7 +150,7 @@ def validate_schema(config: dict) -> dict:
     config = coerce_numbers(config)
     if (bad := _non_finite(config)) is not None:  # JSON schema bounds let NaN through and accept infinity
         raise ConfigError(f"invalid config: {bad}: {_value_at(config, bad)!r} is not a finite number")
-    validator = jsonschema.Draft202012Validator(_schema())
+    validator = jsonschema.Draft202012Validator(base_schema() if schema is None else schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
     if errors:
         err = errors[0]
@@ -185,18 +188,22 @@ def _value_at(config: dict, dotted: str):
     return obj
 
 
-def read_config(*paths: str | Path, overrides: dict | None = None) -> dict:
+def merged_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     """Load ``config.yaml`` (or the first path) and merge later paths and ``overrides`` on top (each file read
-    by :func:`load_yaml`: syntax errors and duplicated keys are errors naming the file and line), checked
-    against the schema only (:func:`validate_schema`). A run uses :func:`dpbench.studies.load_config`, which adds
-    the studies' checks."""
+    by :func:`load_yaml`: syntax errors and duplicated keys are errors naming the file and line); not validated."""
     paths = paths or (DEFAULT_CONFIG_PATH,)
     config: dict = {}
     for p in paths:
         config = deep_merge(config, load_yaml(p))
     if overrides:
         config = deep_merge(config, overrides)
-    return validate_schema(config)
+    return config
+
+
+def read_config(*paths: str | Path, overrides: dict | None = None) -> dict:
+    """:func:`merged_config` checked against the schema file only (:func:`validate_schema`; no plugins, no user
+    datasets). A run uses :func:`dpbench.studies.load_config`, which adds them and the studies' checks."""
+    return validate_schema(merged_config(*paths, overrides=overrides))
 
 
 def check_writable(config: dict) -> None:

@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     with open(config_path) as fh:
         config = json.load(fh)
     from dpbench import workflow
+    from dpbench.studies.extensions import activate
+
+    activate(config)  # the config's plugin methods and user datasets, registered in this process too
 
     getattr(workflow, function)(config, **kwargs)
 

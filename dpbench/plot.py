@@ -22,17 +22,7 @@ def _pyplot():
 
     return plt
 
-STYLE = {
-    "loss_perturbation": dict(color="tab:blue", marker="o"),
-    "model_sensitivity": dict(color="tab:orange", marker="s"),
-    "prediction_sensitivity": dict(color="tab:green", marker="^"),
-    "subsample_aggregate": dict(color="tab:red", marker="D"),
-    "dpsgd": dict(color="tab:purple", marker="v"),
-    "non_private": dict(color="black", linestyle="--", marker=None),
-    "dpsgd_mlp": dict(color="tab:purple", marker="v"),
-    "subsample_aggregate_mlp": dict(color="tab:red", marker="D"),
-    "non_private_mlp": dict(color="black", linestyle="--", marker=None),
-}
+
 CURVE_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
 
 
@@ -53,6 +43,9 @@ def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
     if df["is_substitute"].any():
         lines.append("SUBSTITUTE DATA: real MNIST was not available; an InfiMNIST-style generator of deformed "
                      "scikit-learn digits (28×28) was used. Absolute accuracies are not the paper's.")
+    if user_variants(df):
+        lines.append(f"USER DATA: {', '.join(user_variants(df))} (a dataset added in the configuration, not the "
+                     "source's). Absolute accuracies are not the paper's.")
     lines += [f"Note: {d}" for d in deviations]
     return "\n".join(lines)
 
@@ -76,6 +69,11 @@ def actual_epsilon_note(rows: pd.DataFrame, tol: float = 1e-6) -> str:
     return f" [actual ε = {span} × axis]"
 
 
+def user_variants(df: pd.DataFrame) -> list[str]:
+    """The user datasets (variant ``user:<name>:<hash>``, :mod:`dpbench.data.user`) the rows were computed on."""
+    return sorted(v for v in df["dataset_variant"].astype(str).unique() if v.startswith("user:"))
+
+
 def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) -> str:
     """Draw ``spec`` from the rows in ``df``; write ``out`` (PNG) and ``out`` with .txt (caption)."""
     plt = _pyplot()
@@ -83,12 +81,13 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     df = df.assign(curve=df["curve"].fillna("")) if "curve" in df else df.assign(curve="")
     agg = df.groupby(["series", "curve", "x"])["value"].agg(["mean", "std"]).reset_index()
     curves = sorted(set(agg["curve"]), key=_curve_order)
-    for series in [m for m in spec.methods if m in set(agg["series"])]:
+    present = list(dict.fromkeys(df["series"]))  # the source's series in its order, then the added ones
+    for series in [m for m in spec.methods if m in present] + [m for m in present if m not in spec.methods]:
         for i, curve in enumerate(curves):
             s = agg[(agg["series"] == series) & (agg["curve"] == curve)].sort_values("x")
             if s.empty:
                 continue
-            style = dict(STYLE.get(series, {}))
+            style = REGISTRY.style(series)
             label = REGISTRY.get(series).label + actual_epsilon_note(df[df["series"] == series])
             if curve:  # several curves of one series (e.g. one per ε): colour by curve
                 style["color"] = CURVE_COLORS[i % len(CURVE_COLORS)]
@@ -100,11 +99,13 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
     ax.set_ylim(0, 1.0)
-    ax.set_title(f"{spec.study} {spec.name}: {spec.title}", fontsize=9)
+    users = [v.split(":")[1] for v in user_variants(df)]  # the title names the source's data: say what was used
+    ax.set_title(f"{spec.study} {spec.name}: {spec.title}" + (f" — on {', '.join(users)}" if users else ""), fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
-    if df["is_substitute"].any() or spec.substitute_note:
+    if df["is_substitute"].any() or spec.substitute_note or user_variants(df):
         what = ["SUBSTITUTE DATA (deformed sklearn digits, not MNIST)"] if df["is_substitute"].any() else []
+        what += [f"USER DATA: {v}" for v in user_variants(df)]
         if spec.substitute_note:
             what.insert(0, "SUBSTITUTE EXPERIMENT (MLP on digits, not ResNet-20 on CIFAR-10)")
         ax.text(0.02, 0.98, "\n".join(what), transform=ax.transAxes,

@@ -29,6 +29,7 @@ from dpbench.methods.base import check_unit_ball
 from dpbench.results import check_result_rows, provenance, write_parquet
 from dpbench.store import Store, content_key
 from dpbench.studies import study as get_study
+from dpbench.studies.extensions import activate
 
 log = logging.getLogger("dpbench")
 #: fields every cell record written by :func:`_compute_group` has; a cell lacking one is recomputed.
@@ -64,6 +65,7 @@ def _compute_group(config: dict, study_name: str, split: str, method_name: str, 
     ``setting`` = (problem overrides, method overrides) of the figure point the cells belong to."""
     from threadpoolctl import threadpool_limits
 
+    activate(config)  # a joblib worker: the config's plugins and user datasets (docs/extending.md)
     st = get_study(study_name)
     cfg = config["studies"][study_name]
     store = Store(config["cache_dir"])
@@ -204,7 +206,7 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             write_parquet(df, out, provenance(config, study=study_name, figure=figure_name, series=method_name,
                                               n_jobs=n_jobs, cpu_count=os.cpu_count()))
         return df
-    if method_name not in spec.methods:
+    if method_name not in spec.methods and method_name not in st.series(cfg, figure_name):
         raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
                          f"known: {list(spec.methods)}")
     reps = cfg["repetitions"]
@@ -236,7 +238,8 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
         rec = res[cell.key]
         rows.append({
             "study": study_name, "figure": figure_name, "series": method_name, "method": method_name,
-            "method_kind": method.kind, "dataset": cfg["dataset"], "dataset_variant": rec["variant"],
+            "method_kind": method.kind, "dataset": dict(p.problem).get("dataset", cfg["dataset"]),
+            "dataset_variant": rec["variant"],
             "is_substitute": rec["variant"].startswith("substitute"), "x_name": spec.x_name, "x": p.x, "curve": p.curve,
             "epsilon": p.epsilon, "delta": p.delta, "budget": p.budget, "rep": r,
             "n_train": problem.n_train, "n_eval": int(problem.X_eval.shape[0]), "dim": problem.dim,

@@ -26,6 +26,17 @@ def validated(config: dict, files=()) -> dict:
     return config
 
 
+def subprocess_config(config: dict) -> dict:
+    """The config in a Snakemake process that is not the main one (a cluster job parses the Snakefile again, with
+    the config unvalidated): numbers coerced as in the main process (YAML 1.1 reads 1e-5 as a string), the
+    plugins imported and the user datasets registered (:func:`dpbench.studies.extensions.activate`)."""
+    from dpbench.studies.extensions import activate
+
+    config = coerce_numbers(dict(config))
+    activate(config)
+    return config
+
+
 def remove_damaged_results(config: dict) -> list:
     """:func:`dpbench.results.remove_damaged_results` on the run's results folder (not its cache)."""
     from dpbench.results import remove_damaged_results as remove

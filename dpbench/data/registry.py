@@ -63,12 +63,17 @@ class Dataset:
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """A registered dataset: ``load(cache_dir, mirror, source, seed, n_train, n_test) -> Dataset``."""
+    """A registered dataset: ``load(cache_dir, mirror, source, seed, n_train, n_test) -> Dataset``.
+
+    ``task``: the kind of data, which says which figures can take it — ``"classification"`` (labels 0..C−1:
+    MNIST and the user datasets, :mod:`dpbench.data.user`) or ``""`` (a dataset only its own study reads,
+    e.g. the ±1-labelled binary sets of wu2016)."""
 
     name: str
     description: str
     substitute_variant: str | None
     load: Callable[..., Dataset]
+    task: str = ""
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -212,6 +217,7 @@ DATASETS: dict[str, DatasetEntry] = {
             f"put the files {', '.join(_mnist.MNIST_FILES)} in a folder and set `data.mirror` in the config "
             "(or copy them to {cache})",
         ),
+        task="classification",
     ),
     "covertype": DatasetEntry(
         name="covertype",
@@ -265,6 +271,11 @@ DATASETS: dict[str, DatasetEntry] = {
 def available_datasets() -> list[str]:
     """Names accepted by :func:`load_dataset`."""
     return sorted(DATASETS)
+
+
+def datasets_for(task: str) -> list[str]:
+    """Registered datasets of a kind (e.g. ``"classification"``), built-in first, in registration order."""
+    return [n for n, e in DATASETS.items() if e.task == task]
 
 
 @functools.lru_cache(maxsize=4)

@@ -12,12 +12,20 @@ A method is a small class with declared settings and four hooks (after benchopt)
 ``depends_on`` lists which of (epsilon, delta, budget, rep) the result depends on: a private-training
 method ignores the inference budget, so one cell serves every B (the horizontal lines of vdm2020 Fig. 2);
 the non-private baseline ignores all four.
+
+Settings are declared on the class (``settings_spec``: one :class:`Setting` each — name, the config block it
+is read from, default) and :meth:`Method.from_config` builds the method from a study's config block, so a study
+needs no per-method code, the config schema of a method's block is derived from the declaration
+(:meth:`Registry.schema_blocks`), and ``style`` (or a deterministic default) draws its series.
+A method defined outside the package registers itself the same way (``@REGISTRY.register``) from a plugin
+module named in the config (``plugins:``, docs/extending.md).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -128,6 +136,54 @@ class Cell:
         return dict(self.params)
 
 
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a method, read from the study config by :meth:`Method.from_config`.
+
+    ``block``: dotted path of the config block inside the study's config (``""`` = the study's top level,
+    ``"lbfgs"``, ``"mlp.dpsgd"``); ``key``: the key in that block (default: ``name``). Without a ``default``
+    the setting is required. ``cast`` converts the value read (None: kept as written, so cell keys — which
+    contain the values — do not depend on how the config was read). A figure point may override a setting of
+    the same name (e.g. the number of models T on the x axis of vdm2020 Fig. 6b). ``schema``: the JSON schema
+    of the value (config validation); default from ``type``."""
+
+    name: str
+    block: str
+    key: str = ""
+    default: Any = _REQUIRED
+    type: str = "number"                  # JSON-schema type: number | integer | string | boolean
+    schema: dict | None = None
+    cast: Callable | None = None
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(p for p in self.block.split(".") if p) + (self.key or self.name,)
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def json_schema(self) -> dict:
+        return dict(self.schema) if self.schema is not None else {"type": self.type}
+
+
+def _lookup(cfg: dict, path: tuple[str, ...]):
+    node = cfg
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _REQUIRED
+        node = node[part]
+    return node
+
+
+#: default colours and markers of methods that declare no ``style`` (none of them used by the built-in methods)
+DEFAULT_COLORS = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray", "gold", "teal", "navy")
+DEFAULT_MARKERS = ("P", "X", "*", "h", "p", "<", ">", "d")
+
+
 class Method:
     """Base class; subclasses set the class attributes and implement the hooks."""
 
@@ -137,9 +193,33 @@ class Method:
     depends_on: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "budget", "rep")
     tuned: ClassVar[str | None] = None       # the cross-validated hyper-parameter ("l2", "clip") or None
     version: ClassVar[int] = 1               # bump when a change alters results: dependent cells rerun
+    settings_spec: ClassVar[tuple[Setting, ...]] = ()   # what :meth:`from_config` reads from the study config
+    style: ClassVar[dict | None] = None      # matplotlib style of its series (None: :meth:`Registry.style`)
 
     def __init__(self, **settings: Any):
         self.settings = settings
+
+    @classmethod
+    def from_config(cls, cfg: dict, prefix: str = "", **overrides: Any) -> "Method":
+        """The method with every declared setting read from the study config ``cfg`` (``prefix``: its dotted
+        path, for error messages); ``overrides`` (a figure point's) replace settings of the same name, others
+        are ignored (e.g. a fixed λ, which the runner uses as the tuned value). A required setting missing from
+        the config raises :class:`dpbench.config.ConfigError` naming its key."""
+        from dpbench.config import ConfigError
+
+        values = {}
+        for s in cls.settings_spec:
+            if s.name in overrides:
+                v = overrides[s.name]
+            else:
+                v = _lookup(cfg, s.path)
+                if v is _REQUIRED:
+                    if s.required:
+                        where = ".".join((prefix, *s.path) if prefix else s.path)
+                        raise ConfigError(f"invalid config: {where}: required by method {cls.name!r}")
+                    v = s.default
+            values[s.name] = s.cast(v) if s.cast is not None else v
+        return cls(**values)
 
     @classmethod
     def code_hash(cls) -> str:
@@ -191,13 +271,57 @@ def accuracy_of_logits(logits: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.argmax(logits, axis=-1) == y))
 
 
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_KINDS = ("training", "prediction", "baseline")
+
+
 @dataclass
 class Registry:
     methods: dict[str, type[Method]] = field(default_factory=dict)
 
     def register(self, cls: type[Method]) -> type[Method]:
-        self.methods[cls.name] = cls
+        """Add ``cls`` (a class decorator). Checks what the workflow relies on: a lower-case name of letters,
+        digits and ``_`` (it is a file name and a Snakemake wildcard), a label, a known kind, settings that are
+        :class:`Setting` s, and no other class already registered under the name (registering the same class
+        again — a plugin imported twice — is allowed)."""
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"method class {cls.__qualname__}: name must match {_NAME.pattern}, got {name!r}")
+        if not isinstance(getattr(cls, "label", None), str):
+            raise ValueError(f"method {name!r}: declare a label (the legend text)")
+        if getattr(cls, "kind", None) not in _KINDS:
+            raise ValueError(f"method {name!r}: kind must be one of {_KINDS}, got {getattr(cls, 'kind', None)!r}")
+        if not all(isinstance(s, Setting) for s in cls.settings_spec):
+            raise ValueError(f"method {name!r}: settings_spec must hold dpbench.methods.Setting objects")
+        old = self.methods.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ValueError(f"method {name!r} is already registered by {old.__module__}.{old.__qualname__}")
+        self.methods[name] = cls
         return cls
+
+    def names(self) -> list[str]:
+        return list(self.methods)
+
+    def style(self, name: str) -> dict:
+        """The matplotlib style of a method's series: its declared ``style``, else a colour and a marker
+        chosen from the method's name (the same in every run)."""
+        cls = self.get(name)
+        if cls.style is not None:
+            return dict(cls.style)
+        import hashlib
+
+        h = int(hashlib.sha256(name.encode()).hexdigest(), 16)
+        return {"color": DEFAULT_COLORS[h % len(DEFAULT_COLORS)],
+                "marker": DEFAULT_MARKERS[(h // len(DEFAULT_COLORS)) % len(DEFAULT_MARKERS)]}
+
+    def schema_blocks(self, names=None) -> dict:
+        """JSON schema of the config blocks the methods ``names`` (default: all) read, derived from their
+        settings: ``{block path: {key: schema}}`` (block path a tuple; ``()`` the study's top level)."""
+        out: dict = {}
+        for n in (self.names() if names is None else names):
+            for s in self.get(n).settings_spec:
+                out.setdefault(s.path[:-1], {}).setdefault(s.path[-1], s.json_schema())
+        return out
 
     def get(self, name: str) -> type[Method]:
         try:

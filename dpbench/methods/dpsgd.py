@@ -20,7 +20,7 @@ from __future__ import annotations
 
 
 from dpbench.learn import accuracy_many, dpsgd_softmax, dpsgd_steps
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
 from dpbench.privacy import calibrate_dpsgd_noise, dpsgd_replace_one_epsilon
 from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
 from dpbench.store import content_key
@@ -61,6 +61,20 @@ def dpsgd_noise_calibration(n: int, batch_size: int, epochs, sampling: str, epsi
                                  conversion=conversion if accountant == "rdp" else None)
 
 
+def dpsgd_settings(block: str, clip_scale_default=None) -> tuple[Setting, ...]:
+    """The settings of DP-SGD read from config ``block`` (``dpsgd``; ``mlp.dpsgd`` for the MLP)."""
+    enum = lambda *v: {"enum": list(v)}  # noqa: E731
+    kw = {} if clip_scale_default is None else {"default": clip_scale_default}
+    return (Setting("batch_size", block, schema={"type": "integer", "minimum": 1}),
+            Setting("epochs", block, schema={"type": "number", "exclusiveMinimum": 0}),
+            Setting("learning_rate", block, schema={"type": "number", "exclusiveMinimum": 0}),
+            Setting("sampling", block, schema=enum("poisson", "shuffle")),
+            Setting("accountant", block, schema=enum("rdp", "pld")),
+            Setting("conversion", block, schema=enum("classic", "improved")),
+            Setting("clip_scale", block, schema=enum("batch_mean", "per_example"), **kw),
+            Setting("neighbouring", block, default="replace_one", schema=enum("replace_one", "add_remove")))
+
+
 @REGISTRY.register
 class DPSGD(Method):
     name = "dpsgd"
@@ -68,6 +82,8 @@ class DPSGD(Method):
     kind = "training"
     depends_on = ("epsilon", "delta", "rep")
     tuned = "clip"
+    settings_spec = dpsgd_settings("dpsgd", clip_scale_default="per_example")
+    style = dict(color="tab:purple", marker="v")
 
     def supports(self, epsilon, delta, budget):
         return None if delta > 0 else "DP-SGD does not support delta = 0 (paper §4.2)"

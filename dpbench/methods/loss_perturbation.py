@@ -31,8 +31,8 @@ import math
 import numpy as np
 
 from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity_grad_norm_tol
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
-from dpbench.methods.non_private import trained_softmax
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting, accuracy_of_logits
+from dpbench.methods.non_private import LBFGS_SETTINGS, trained_softmax
 from dpbench.methods.sensitivity import solver_record
 from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
@@ -115,6 +115,12 @@ class LossPerturbation(Method):
     kind = "training"
     depends_on = ("epsilon", "delta", "rep")
     tuned = "l2"
+    settings_spec = LBFGS_SETTINGS + (
+        Setting("regularizer", "loss_perturbation", schema={"enum": ["code_max", "paper_sum"]}),
+        Setting("neighbouring", "loss_perturbation", default="replace_one",
+                schema={"enum": ["replace_one", "add_remove"]}),
+    )
+    style = dict(color="tab:blue", marker="o")
 
     def cell_params(self, problem, tuned, epsilon, delta):
         rho = loss_perturbation_noise(epsilon, delta, problem.n_classes)[2]

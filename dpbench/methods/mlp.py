@@ -14,12 +14,23 @@ from __future__ import annotations
 import numpy as np
 
 from dpbench.learn.mlp import dpsgd_mlp, fit_mlp, fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_predict_many
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
-from dpbench.methods.dpsgd import DPSGD, clip_norm
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
+from dpbench.methods.dpsgd import DPSGD, clip_norm, dpsgd_settings
 from dpbench.methods.subsample_aggregate import add_votes, disjoint_parts, private_vote_accuracy
 from dpbench.store import content_key
 
 _SGD = ("hidden", "schedule", "epochs", "batch_size", "learning_rate")
+
+#: the network and learning-rate schedule shared by the three MLP methods (config block ``mlp``)
+MLP_SETTINGS = (Setting("hidden", "mlp", schema={"type": "integer", "minimum": 1}),
+                Setting("schedule", "mlp", schema={"enum": ["step", "constant"]}))
+
+
+def sgd_settings(block: str) -> tuple[Setting, ...]:
+    """Plain mini-batch SGD settings read from config ``block``."""
+    return (Setting("epochs", block, schema={"type": "number", "exclusiveMinimum": 0}),
+            Setting("batch_size", block, schema={"type": "integer", "minimum": 1}),
+            Setting("learning_rate", block, schema={"type": "number", "exclusiveMinimum": 0}))
 
 
 @REGISTRY.register
@@ -28,6 +39,8 @@ class NonPrivateMLP(Method):
     label = "non-private MLP"
     kind = "baseline"
     depends_on = ()
+    settings_spec = MLP_SETTINGS + sgd_settings("mlp.non_private")
+    style = dict(color="black", linestyle="--", marker=None)
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {k: self.settings[k] for k in _SGD}
@@ -64,6 +77,12 @@ class SubsampleAggregateMLP(Method):
     name = "subsample_aggregate_mlp"
     label = "subsample-and-aggregate (T MLPs)"
     kind = "prediction"
+    settings_spec = MLP_SETTINGS + (
+        Setting("n_models", "mlp.subsample_aggregate", schema={"type": "integer", "minimum": 1}),
+        *sgd_settings("mlp.subsample_aggregate"),
+        Setting("beta_rule", "subsample_aggregate", schema={"enum": ["paper", "standard"]}),
+    )
+    style = dict(color="tab:red", marker="D")
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {**{k: self.settings[k] for k in (*_SGD, "n_models")}, "beta_rule": self.settings["beta_rule"]}
@@ -84,6 +103,7 @@ class DPSGDMLP(DPSGD):
 
     name = "dpsgd_mlp"
     label = "DP-SGD (MLP)"
+    settings_spec = MLP_SETTINGS + dpsgd_settings("mlp.dpsgd")
 
     def cell_params(self, problem, tuned, epsilon, delta):
         s = self.settings

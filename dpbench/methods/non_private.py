@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbench.learn import SOLVER_ERROR_FRACTION, fit_softmax, sensitivity_grad_norm_tol
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting, accuracy_of_logits
 from dpbench.store import content_key
 
 
@@ -37,6 +37,13 @@ def trained_softmax(problem: Problem, l2: float, ctx: Context, error_fraction: f
     return ctx.store.artefact(key, compute)["theta"]
 
 
+#: the L-BFGS stopping rule and iteration cap of every method built on :func:`trained_softmax` (config ``lbfgs``)
+LBFGS_SETTINGS = (
+    Setting("error_fraction", "lbfgs", default=0.01, schema={"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
+    Setting("maxiter", "lbfgs", default=2000, schema={"type": "integer", "minimum": 1}),
+)
+
+
 @REGISTRY.register
 class NonPrivate(Method):
     name = "non_private"
@@ -44,6 +51,8 @@ class NonPrivate(Method):
     kind = "baseline"
     depends_on = ()
     tuned = "l2"
+    settings_spec = LBFGS_SETTINGS
+    style = dict(color="black", linestyle="--", marker=None)
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {"l2": float(tuned), "error_fraction": self.settings["error_fraction"],

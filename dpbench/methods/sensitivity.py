@@ -20,7 +20,7 @@ import numpy as np
 
 from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol, solver_error_fraction
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
-from dpbench.methods.non_private import trained_softmax
+from dpbench.methods.non_private import LBFGS_SETTINGS, trained_softmax
 from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_gaussian, sample_l2_laplace
 
 
@@ -79,6 +79,7 @@ def solver_record(n: int, l2: float, error_fraction: float) -> dict:
 
 class _TrainedModelMethod(Method):
     tuned = "l2"
+    settings_spec = LBFGS_SETTINGS
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {"l2": float(tuned), "error_fraction": self.settings["error_fraction"],
@@ -99,6 +100,7 @@ class ModelSensitivity(_TrainedModelMethod):
     name = "model_sensitivity"
     label = "model sensitivity"
     kind = "training"
+    style = dict(color="tab:orange", marker="s")
     depends_on = ("epsilon", "delta", "rep")
 
     def _evaluate(self, problem, theta, logits, cell, rng):
@@ -115,6 +117,7 @@ class PredictionSensitivity(_TrainedModelMethod):
     name = "prediction_sensitivity"
     label = "prediction sensitivity"
     kind = "prediction"
+    style = dict(color="tab:green", marker="^")
     depends_on = ("epsilon", "delta", "budget", "rep")
 
     def _evaluate(self, problem, theta, logits, cell, rng):

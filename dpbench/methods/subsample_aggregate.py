@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbench.learn import fit_softmax_many, predict_many
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
 from dpbench.privacy import (exponential_mechanism, vote_exponential_mechanism_beta,
                               vote_exponential_mechanism_epsilon)
 from dpbench.store import content_key
@@ -72,6 +72,12 @@ class SubsampleAggregate(Method):
     kind = "prediction"
     depends_on = ("epsilon", "delta", "budget", "rep")
     tuned = None
+    settings_spec = (
+        Setting("n_models", "", key="subsagg_models", cast=int, schema={"type": "integer", "minimum": 1}),
+        Setting("maxiter", "lbfgs", key="subsagg_maxiter", default=100, schema={"type": "integer", "minimum": 1}),
+        Setting("beta_rule", "subsample_aggregate", schema={"enum": ["paper", "standard"]}),
+    )
+    style = dict(color="tab:red", marker="D")
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {"n_models": self.settings["n_models"], "maxiter": self.settings["maxiter"],

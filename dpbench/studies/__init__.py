@@ -19,11 +19,18 @@ def study(name: str) -> Study:
 
 
 def validate_config(config: dict) -> dict:
-    """Validate a whole configuration: the schema, then each study's own checks; raise
-    :class:`dpbench.config.ConfigError` naming the first bad key. Returns the config (numbers coerced)."""
-    from dpbench.config import validate_schema
+    """Validate a whole configuration: import its plugins, check it against the schema completed from the
+    registries (:func:`dpbench.studies.extensions.config_schema`), register its user datasets, then run each
+    study's own checks; raise :class:`dpbench.config.ConfigError` naming the first bad key. Returns the config
+    (numbers coerced)."""
+    from dpbench.config import coerce_numbers, validate_schema
+    from dpbench.studies import extensions
 
-    config = validate_schema(config)
+    config = coerce_numbers(config) if isinstance(config, dict) else config
+    if isinstance(config, dict):
+        extensions.load_plugins(config)
+    config = validate_schema(config, extensions.config_schema(config) if isinstance(config, dict) else None)
+    extensions.activate(config)
     for name, study_cfg in config.get("studies", {}).items():
         STUDIES[name].validate(study_cfg, prefix=f"studies.{name}")
     return config
@@ -31,7 +38,7 @@ def validate_config(config: dict) -> dict:
 
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     """Load ``config.yaml`` (or the first path), merge later paths and ``overrides`` on top and validate the
-    result with :func:`validate_config` (see :func:`dpbench.config.read_config`)."""
-    from dpbench.config import read_config
+    result with :func:`validate_config` (see :func:`dpbench.config.merged_config`)."""
+    from dpbench.config import merged_config
 
-    return validate_config(read_config(*paths, overrides=overrides))
+    return validate_config(merged_config(*paths, overrides=overrides))

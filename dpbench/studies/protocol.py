@@ -26,7 +26,7 @@ from typing import ClassVar
 #: what every study declares (besides the names of its shape, below)
 COMMON = ("name", "source", "shape", "data_note", "neighbouring", "figures", "validate", "figure_names", "figure", "series",
           "deviations", "anchor_checks", "series_threads", "series_code_hash", "dataset_signature",
-          "report_html", "report_lead_html")
+          "report_html", "report_lead_html", "extend_schema")
 CELL = ("points", "make_method", "problem", "tuning_grid", "fixed_hyperparameter", "prepare_more",
         "preprocessing", "prepare_dataset")
 UNIT = ("run_series", "plot", "prepare_dataset")
@@ -94,7 +94,18 @@ class Study(abc.ABC):
         study's dataset, sizes and bias."""
         cfg = config["studies"][self.name]
         keys = ("dataset", "n_train", "n_test", "bias")
-        return json.dumps({"data": config["data"], **{k: cfg.get(k) for k in keys}}, sort_keys=True)
+        sig = {"data": config["data"], **{k: cfg.get(k) for k in keys}}
+        if config.get("datasets"):  # user datasets: their content (a changed file re-prepares, and reruns)
+            from dpbench.data.user import user_dataset
+
+            sig["user_datasets"] = {n: user_dataset(n).variant if user_dataset(n) else None for n in config["datasets"]}
+        return json.dumps(sig, sort_keys=True)
+
+    def extend_schema(self, schema: dict, config: dict) -> None:
+        """Complete the config's JSON schema (in place) with what the registries hold — e.g. the names of the
+        registered methods and datasets a figure can take, the config blocks of added methods — so that an added
+        method or dataset is validated like a built-in one (:func:`dpbench.studies.extensions.config_schema`).
+        ``config``: the config about to be validated (its ``datasets`` are not registered yet)."""
 
     def report_html(self, config: dict, frames: dict) -> str:
         """Study-specific HTML below the anchor-check table (e.g. regenerated tables)."""

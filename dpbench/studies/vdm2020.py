@@ -123,9 +123,19 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
         if len(set(values)) != len(values):
             raise ConfigError(f"invalid config: {prefix}.figures.{name}.{key}: duplicate values in {values}")
         for i, m in enumerate(fig.get("methods", [])):
-            if m not in figure(name).methods:
+            if m not in figure(name).methods and (why := fits(name, m)) is not None:
                 raise ConfigError(f"invalid config: {prefix}.figures.{name}.methods[{i}]: {m!r} is not a series of "
-                                  f"{name}; its series are {list(figure(name).methods)}")
+                                  f"{name} ({why}); its series are {list(figure(name).methods)}")
+            reasons = {make_method(cfg, m, **dict(p.method)).supports(p.epsilon, p.delta, p.budget)
+                       for p in points(cfg, name)}
+            if None not in reasons:
+                raise ConfigError(f"invalid config: {prefix}.figures.{name}.methods[{i}]: {m!r} supports no point of "
+                                  f"{name} ({'; '.join(sorted(reasons))})")
+        user = fig.get("dataset", cfg.get("dataset")) not in (None, "mnist")
+        if user and name in MNIST_ONLY:
+            where = f"{prefix}.figures.{name}" + (".dataset" if "dataset" in fig else "")
+            raise ConfigError(f"invalid config: {where}: {name} cannot take a user dataset ({MNIST_ONLY[name]}); "
+                              f"set {prefix}.figures.{name} to null, or name the dataset per figure")
         if key == "n_trains":
             t = cfg["subsagg_models"]
             for i, n in enumerate(values):
@@ -138,7 +148,7 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
                 if t > cfg["n_train"] * (1 - vf):
                     raise ConfigError(f"invalid config: {prefix}.figures.{name}.n_models[{i}]: T={t} exceeds the "
                                       f"{int(cfg['n_train'] * (1 - vf))} training examples left after validation")
-        if key == "dims":
+        if key == "dims" and not user:
             for i, dim in enumerate(values):
                 if dim > 784:
                     raise ConfigError(f"invalid config: {prefix}.figures.{name}.dims[{i}]: D={dim} exceeds the 784 "
@@ -165,6 +175,7 @@ def points(cfg: dict, name: str) -> list[Point]:
     fig = cfg["figures"][name]
     spec = figure(name)
     key, where = X_AXES[spec.x_name]
+    data = (("dataset", fig["dataset"]),) if fig.get("dataset") else ()  # a figure's own dataset
     out = []
     curves = [None] if spec.x_name == "epsilon" or "epsilons" not in fig else fig["epsilons"]
     for eps_curve in curves:
@@ -175,17 +186,38 @@ def points(cfg: dict, name: str) -> list[Point]:
             over = (((_OVERRIDE_NAME[spec.x_name], float(v) if spec.x_name == "lambda" else int(v)),)
                     if where != "budget" else ())
             out.append(Point(float(v), eps, delta, budget,
-                             problem=over if where == "problem" else (),
+                             problem=tuple(sorted((over if where == "problem" else ()) + data)),
                              method=over if where == "method" else (),
                              curve=f"ε = {eps_curve:g}" if eps_curve is not None else ""))
     return out
+
+
+def fits(name: str, method: str) -> str | None:
+    """None if the registered ``method`` can be a series of figure ``name``, else why not. Every method of the
+    registry learns a classifier on a :class:`~dpbench.methods.Problem`; a figure whose x axis is a method
+    setting (λ, T) needs a method that has it (the tuned ``l2``; a declared setting ``n_models``)."""
+    if method not in REGISTRY.methods:
+        return "not a registered method"
+    x = figure(name).x_name
+    if X_AXES[x][1] != "method":
+        return None
+    cls, setting = REGISTRY.get(method), _OVERRIDE_NAME[x]
+    if setting == cls.tuned or any(s.name == setting for s in cls.settings_spec):
+        return None
+    return f"its x axis sets {setting!r}, which {method} does not have"
+
+
+def candidates(cfg: dict, name: str) -> list[str]:
+    """The figure's series before the support check: the source's, then the added methods its ``methods`` names."""
+    wanted = cfg["figures"][name].get("methods") or []
+    return list(figure(name).methods) + [m for m in wanted if m not in figure(name).methods]
 
 
 def series(cfg: dict, name: str) -> list[str]:
     """Methods drawn in a figure; a method that supports no point of it is left out (reason in the caption)."""
     out = []
     wanted = cfg["figures"][name].get("methods")
-    for m in figure(name).methods:
+    for m in candidates(cfg, name):
         if wanted is not None and m not in wanted:
             continue
         if any(make_method(cfg, m, **dict(p.method)).supports(p.epsilon, p.delta, p.budget) is None
@@ -195,26 +227,37 @@ def series(cfg: dict, name: str) -> list[str]:
 
 
 def make_method(cfg: dict, name: str, **overrides):
-    """The configured method; ``overrides`` come from a figure point (a fixed tuned value such as ``l2``
-    is used by the runner, not here; ``n_models`` sets T)."""
-    lb = {"error_fraction": 0.01, "maxiter": 2000, "subsagg_maxiter": 100, **cfg.get("lbfgs", {})}
-    cls = REGISTRY.get(name)
-    if name == "loss_perturbation":
-        return cls(error_fraction=lb["error_fraction"], maxiter=lb["maxiter"], **cfg["loss_perturbation"])
-    if name == "subsample_aggregate":
-        return cls(n_models=int(overrides.get("n_models", cfg["subsagg_models"])), maxiter=lb["subsagg_maxiter"],
-                   **cfg["subsample_aggregate"])
-    if name == "dpsgd":
-        return cls(**cfg["dpsgd"])
-    if name in MLP_METHODS:
-        mlp = cfg["mlp"]
-        common = {"hidden": mlp["hidden"], "schedule": mlp["schedule"]}
-        if name == "dpsgd_mlp":
-            return cls(**common, **mlp["dpsgd"])
-        if name == "subsample_aggregate_mlp":
-            return cls(**common, **mlp["subsample_aggregate"], **cfg["subsample_aggregate"])
-        return cls(**common, **mlp["non_private"])
-    return cls(error_fraction=lb["error_fraction"], maxiter=lb["maxiter"])
+    """The registered method ``name`` with its declared settings read from this study's config
+    (:meth:`dpbench.methods.Method.from_config`); ``overrides`` come from a figure point (``n_models`` sets T;
+    a fixed tuned value such as ``l2`` is used by the runner, not here)."""
+    return REGISTRY.get(name).from_config(cfg, prefix=f"studies.{STUDY}", **overrides)
+
+
+#: figures that cannot take another dataset than MNIST, and why
+MNIST_ONLY = {"fig4": "its x axis is the training-set size of MNIST-1M, the InfiMNIST-style generator"}
+
+
+def extend_schema(schema: dict, config: dict) -> None:
+    """The registry's part of the schema: the method names a figure's ``methods`` may hold, the classification
+    datasets ``dataset`` may name (MNIST and the user datasets of ``config``), and for each method's settings
+    the key of its config block, unless the schema file declares it (:meth:`dpbench.methods.Registry.schema_blocks`)."""
+    from dpbench.data.registry import datasets_for
+
+    defs = schema["$defs"]
+    defs["methods"]["items"] = {"enum": REGISTRY.names()}
+    user = config.get("datasets") if isinstance(config.get("datasets"), dict) else {}
+    names = datasets_for("classification") + [n for n, d in user.items()
+                                             if isinstance(d, dict) and d.get("task") == "classification"]
+    defs["vdm2020_dataset"] = {"enum": list(dict.fromkeys(names))}
+    for path, keys in REGISTRY.schema_blocks().items():
+        node = defs[STUDY]
+        for part in path:
+            props = node.setdefault("properties", {})
+            node = props.setdefault(part, {"type": "object", "additionalProperties": False, "properties": {}})
+            while "$ref" in node:  # "#/$defs/sgd"
+                node = defs[node["$ref"].rsplit("/", 1)[-1]]
+        for key, sub in keys.items():
+            node.setdefault("properties", {}).setdefault(key, sub)
 
 
 def tuning_grid(cfg: dict, method) -> list[float] | None:
@@ -288,6 +331,8 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
     source_prep = preprocessing == "source"
     # the key names the content, not where it came from (cache folder, mirror, requested source)
     content = {k: d[k] for k in ("dataset", "n_train", "n_test", "seed")}
+    if "fingerprint" in d:  # a user dataset: its files' content hash
+        content["fingerprint"] = d["fingerprint"]
     transform = {"split": split, "validation_fraction": validation_fraction, "bias": bias,
                  "normalise": "unit-ball-by-max-train-norm-v1" if source_prep else "row-unit-norm-v1"}
     if n_classes is not None:
@@ -380,31 +425,40 @@ def resolved_source(config: dict) -> str:
 
 def prepare_more(config: dict) -> dict:
     """Generate the MNIST-1M examples Fig. 4 needs once, in the dataset job (in parallel chunks), so the
-    series jobs that run concurrently only read the cache."""
+    series jobs that run concurrently only read the cache; read (and check) the user datasets that figures name."""
     from dpbench.data.substitute import ensure_substitute
 
     cfg = config["studies"][STUDY]
+    own = sorted({f["dataset"] for f in cfg.get("figures", {}).values() if f and f.get("dataset")})
+    out = {"figure_datasets": {d: problem(config, cfg, "test", dataset=d).variant for d in own}} if own else {}
     fig4 = cfg.get("figures", {}).get("fig4")
     if not fig4:
-        return {}
+        return out
     n = max(fig4["n_trains"])
     ensure_substitute(config["data"]["cache_dir"], n_train=n, n_test=cfg.get("n_test") or 10_000,
                     seed=config["data"].get("substitute_seed", 0), n_jobs=min(4, os.cpu_count() or 1))
-    return {"mnist1m_n_train": n, "mnist1m_variant": "substitute:deformed-digits-28x28"}
+    return {**out, "mnist1m_n_train": n, "mnist1m_variant": "substitute:deformed-digits-28x28"}
 
 
 def problem(config: dict, cfg: dict, split: str, n_train: int | None = None, n_classes: int | None = None,
-            pca_dim: int | None = None) -> Problem:
+            pca_dim: int | None = None, dataset: str | None = None) -> Problem:
     """The prepared problem of ``split`` ("test" or "validation"); the keyword overrides are the x axes of
     Figs. 4 (first ``n_train`` examples of MNIST-1M), 5b (first ``n_classes`` digits) and 5a (PCA to
-    ``pca_dim``). Fig. 4 always uses the InfiMNIST-style generator (real MNIST has 60,000 training digits;
-    one figure never mixes data variants)."""
+    ``pca_dim``), and a figure's own ``dataset``. Fig. 4 always uses the InfiMNIST-style generator (real MNIST
+    has 60,000 training digits; one figure never mixes data variants). A user dataset
+    (:mod:`dpbench.data.user`) is read from its files; ``n_train`` / ``n_test`` then keep at most that many rows."""
+    from dpbench.data.user import user_dataset
+
     data = config["data"]
-    source = resolved_source(config) if n_train is None else "substitute"
+    name = dataset or cfg["dataset"]
+    user = user_dataset(name)
+    source = "real" if user is not None else resolved_source(config) if n_train is None else "substitute"
     n = cfg.get("n_train") if n_train is None else int(n_train)
-    d = {"dataset": cfg["dataset"], "cache_dir": data["cache_dir"], "mirror": data.get("mirror"),
+    d = {"dataset": name, "cache_dir": data["cache_dir"], "mirror": data.get("mirror"),
          "source": source, "substitute_seed": data.get("substitute_seed", 0),
          "n_train": n, "n_test": cfg.get("n_test"), "seed": config["seed"]}
+    if user is not None:
+        d["fingerprint"] = user.fingerprint()
     return _problem(json.dumps(d, sort_keys=True), split, cfg["cross_validation"]["validation_fraction"],
                     cfg.get("bias", "augment"), None if n_classes is None else int(n_classes),
                     None if pca_dim is None else int(pca_dim), str(config["cache_dir"]),
@@ -546,6 +600,15 @@ def deviations(cfg: dict, name: str) -> list[str]:
         out.append("Prediction-sensitivity Gaussian σ in the appendix form 2Kα/(Nλ√(2ε*)) (Alg. 7, Eq. 53; §3.2 "
                    "drops the √2); δ′ searched over linspace(0, δ, 1000)[1:-1] (Alg. 7's range (0, δ − Bδ*) is "
                    "circular; the authors' code searches (0, δ)).")
+    for m in shown:
+        if m not in spec.methods:
+            cls = REGISTRY.get(m)
+            out.append(f"{cls.label} ({m}): an added method ({cls.__module__}.{cls.__qualname__}), not in the source; "
+                       f"settings {make_method(cfg, m).settings}.")
+    own = cfg["figures"][name].get("dataset") or cfg["dataset"]
+    if own != "mnist":
+        out.append(f"Data: the user dataset {own!r} instead of MNIST (variant in the rows and on the figure); "
+                   "the source's claims are not checked on it.")
     wanted = cfg["figures"][name].get("methods")
     skipped = [m for m in spec.methods if m not in shown and (wanted is None or m in wanted)]
     for m in skipped:
@@ -682,6 +745,9 @@ def anchor_checks(frames: dict):
     measured, whether it holds."""
     import pandas as pd
 
+    # the claims are about MNIST: rows on a user dataset (docs/extending.md) are not evidence for or against them
+    frames = {f: df[~df["dataset_variant"].astype(str).str.startswith("user:")] if "dataset_variant" in df else df
+              for f, df in frames.items()}
     rows = _anchor_checks_1_4(frames)
     rows += _anchor_checks_5_10(frames)
     return pd.DataFrame(rows)
