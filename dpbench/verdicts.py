@@ -141,11 +141,14 @@ def claim_table(*claims: Claim) -> dict[str, Claim]:
 
 
 def claim_adder(rows: list, study: str, claims: dict[str, Claim]):
-    """``add(id, measured, value, passed, **fields)`` appending the :func:`row` of claim ``id``: its figure and
-    its statement (formatted with ``fields``) come from ``claims``."""
-    def add(claim_id, measured, value, passed, **fields):
+    """``add(id, measured, value, passed, instance=None, **fields)`` appending the :func:`row` of claim ``id``:
+    its figure and statement (both formatted with ``fields``) come from ``claims``; a claim checked once per
+    dataset, method, ... is reported as ``id/instance``."""
+    def add(claim_id, measured, value, passed, instance: str | None = None, **fields):
         c = claims[claim_id]
-        rows.append(row(study, c.id, c.figure, c.statement.format(**fields), measured, value, passed))
+        rid = c.id if instance is None else f"{c.id}/{instance}"
+        rows.append(row(study, rid, c.figure.format(**fields), c.statement.format(**fields), measured, value,
+                        passed))
     return add
 
 

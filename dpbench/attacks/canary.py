@@ -39,7 +39,7 @@ Data-independent randomness (the sampling order of PSGD, the mini-batches of DP-
 trials of both sides (a ``release`` that trains once and redraws only the noise): the methods' guarantees hold
 for every fixed sampling order (their sensitivity/accounting analysis is uniform over it), so the bound holds
 conditionally on it. What must not happen is a different fixed order on the two sides — the ``release``
-callables of :mod:`dpbench.studies.membership_compute` use the same ``shared_seed`` on both sides and draw the
+callables of :mod:`dpbench.studies.membership.training` use the same ``shared_seed`` on both sides and draw the
 noise from the side's own generator, so the 2T trials are independent given the shared order.
 
 Intervals: unlike the average-member attacks (whose trials share one trained target model per repetition and are

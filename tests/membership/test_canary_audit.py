@@ -14,7 +14,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
 from dpbench.privacy.attack_bounds import NEIGHBOURING
 from dpbench.studies import membership as S
-from dpbench.studies import membership_compute as mc
+from dpbench.studies.membership import training as mc
 
 DATA = {"mnist_source": "substitute", "covertype_source": "substitute", "diabetes_source": "substitute"}
 

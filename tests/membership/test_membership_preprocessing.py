@@ -8,7 +8,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
 from tests.raw_neighbours import halves_dataset as _ds
 from tests.raw_neighbours import outlier_neighbours as _neighbours
-from dpbench.studies import membership_compute as mc
+from dpbench.studies.membership import training as mc
 
 
 def test_membership_preparation_changes_one_record(monkeypatch):

@@ -143,3 +143,19 @@ def test_run_series_schema_plots_and_anchor_checks(tmp_path, data_dir):
     assert checks.set_index("claim").loc["Q3", "passed"]
     html = S.report_html(cfg, frames)
     assert "Privacy vs generalisation" in html and "Privacy audit" in html
+
+
+def test_claims_are_data_and_the_training_hash_excludes_attacks_captions_and_plots():
+    from dpbench.codehash import closure
+    from dpbench.studies.membership.anchors import CLAIMS
+
+    assert set(CLAIMS) == {"AUDIT", "Q1", "Q2", "Q3", "Q4"}
+    for name, spec in S.FIGURES.items():
+        assert set(spec.anchors) <= set(CLAIMS), name
+    train = closure(["dpbench.studies.membership.training"])
+    assert "dpbench.learn.dpsgd" in train and "dpbench.privacy.mechanisms" in train
+    assert not [m for m in train if m.startswith("dpbench.attacks") or m.startswith("dpbench.studies.membership.")
+                and not m.endswith(".training")]
+    cells = closure(["dpbench.studies.membership.cells"])
+    assert "dpbench.attacks.canary" in cells and "dpbench.studies.membership.training" in cells
+    assert not [m for m in cells if m.split(".")[-1] in ("captions", "plots", "anchors", "summaries", "spec")]

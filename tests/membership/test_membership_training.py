@@ -10,7 +10,7 @@ import pytest
 
 from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
-from dpbench.studies import membership_compute as mc
+from dpbench.studies.membership import training as mc
 
 FROZEN = {
     "non_private/2": [27.816533917164204, -0.17578558202514397],
