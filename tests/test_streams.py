@@ -26,11 +26,10 @@ def test_a_code_edit_recomputes_a_cell_study_with_identical_values(tiny_config, 
 
 
 def test_a_code_edit_recomputes_a_unit_study_with_identical_values(tiny_config, monkeypatch):
-    from dpbench.studies import wu2016_ch3 as ch3
+    from dpbench.studies.wu2016 import ch3_compute as ch3
 
     args = (tiny_config, "covertype", "bolt_on", "convex", (1,), [0.5, 2.0], 10, 1, 0)
     before = ch3.train_unit(*args)
-    ch3.code_hash.cache_clear()
     monkeypatch.setattr(ch3, "code_hash", lambda: "edited")
     after = ch3.train_unit(*args)
     assert before["acc"] == after["acc"] and before["noise_scale"] == after["noise_scale"]

@@ -8,7 +8,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
 from tests.raw_neighbours import halves_dataset as _ds
 from tests.raw_neighbours import outlier_neighbours as _neighbours
-from dpbench.studies import wu2016_ch3 as ch3
+from dpbench.studies.wu2016 import ch3_data as ch3
 
 
 def test_wu2016_ch3_preparation_changes_one_record(monkeypatch):

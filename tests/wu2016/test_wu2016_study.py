@@ -11,7 +11,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
 from dpbench.studies import load_config
 from dpbench.learn import psgd_many
 from dpbench.studies import wu2016
-from dpbench.studies import wu2016_ch3 as ch3
+from dpbench.studies.wu2016 import ch3_compute as ch3
 
 SMALL = {
     "repetitions": 2,

