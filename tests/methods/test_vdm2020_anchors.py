@@ -138,3 +138,11 @@ def test_effects_table_compares_measured_arrows_with_the_paper():
     assert t.loc[("accuracy", "C"), "measured"] == "" and "fig5b not in this run" in t.loc[("accuracy", "C"), "detail"]
     html = vdm2020.report_html({}, {"fig4": f4, "fig6b": f6b})
     assert "measured <b style='color:green'>↗</b>" in html and "color:darkred" in html
+
+
+def test_claims_are_data_with_the_papers_sections():
+    from dpbench.studies.vdm2020.claims import CLAIMS
+
+    assert len(CLAIMS) == 21
+    for c in CLAIMS.values():
+        assert c.figure in vdm2020.FIGURES and c.section.startswith("van der Maaten & Hannun 2020")

@@ -70,13 +70,8 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             x0, x1 = low.index[0], low.index[-1]
             gains = (low.iloc[-1] - low.iloc[0]).drop("prediction_sensitivity", errors="ignore")
             gse = pd.Series({c: math.hypot(_est(st, x1, c).se, _est(st, x0, c).se) for c in gains.index})
-            add("claim5a", "fig3", "subsample-and-aggregate benefits the most from increasing δ (§4.2); checked as: its "
-                f"accuracy gain from the smallest δ to δ = {x1:g} above every other method's (prediction sensitivity "
-                f"excluded: claim 5b), {_BEYOND}",
-                f"accuracy gain from δ={x0:g} to δ={x1:g} (prediction sensitivity "
-                f"excluded: claim 5b): " + ", ".join(f"{c}: {g:.3f} ± {gse[c]:.2g}" for c, g in gains.items()),
-                gains.get("subsample_aggregate", np.nan),
-                _first(tf, V.is_best("subsample_aggregate", gains, gse)))
+            add("claim5a", f"accuracy gain from δ={x0:g} to δ={x1:g} (prediction sensitivity "
+                f"excluded: claim 5b): " + ", ".join(f"{c}: {g:.3f} ± {gse[c]:.2g}" for c, g in gains.items()), gains.get("subsample_aggregate", np.nan), _first(tf, V.is_best("subsample_aggregate", gains, gse)), x1=x1, beyond=_BEYOND)
         if "prediction_sensitivity" in m:
             n_train = float(df["n_train"].max())
             usual = m[m.index <= 1.0 / n_train]
@@ -91,14 +86,10 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                     half.append(V.exceeds(V.Est(bo.mean / 2, bo.se / 2, bo.n), p))
                 ok_delta = m.index[(m["prediction_sensitivity"] > chance + CHANCE_MARGIN)]
                 tf_u = _too_few(df[df["x"] <= 1.0 / n_train])
-                add("claim5b", "fig3", "prediction sensitivity appears to require unacceptably high values of δ "
-                    f"(§4.2); checked as: at every δ ≤ 1/N its accuracy below chance + {CHANCE_MARGIN:g}, or at every "
-                    f"such δ below half the best other method's, {_BEYOND}",
-                    f"at every δ ≤ 1/N = {1 / n_train:.1e}: PS ≤ {ps.max():.3f} vs best other "
+                add("claim5b", f"at every δ ≤ 1/N = {1 / n_train:.1e}: PS ≤ {ps.max():.3f} vs best other "
                     f"≥ {best.min():.3f}; PS first beats chance + {CHANCE_MARGIN:g} at δ = "
                     + (f"{ok_delta.min():g}" if len(ok_delta) else "never")
-                    + f"; near chance: {V.all_of(near_chance).status}, below half the best: {V.all_of(half).status}",
-                    ps.max(), _first(tf_u, V.any_of([V.all_of(near_chance), V.all_of(half)])))
+                    + f"; near chance: {V.all_of(near_chance).status}, below half the best: {V.all_of(half).status}", ps.max(), _first(tf_u, V.any_of([V.all_of(near_chance), V.all_of(half)])), chance_margin=CHANCE_MARGIN, beyond=_BEYOND)
         if len(low) >= 2:
             parts, losses, per = [], [], []
             for meth in ("loss_perturbation", "dpsgd", "model_sensitivity"):
@@ -109,32 +100,22 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                     per.append(v)
                     parts.append(f"{meth}: {low[meth].iloc[0]:.3f} at δ={low.index[0]:g} "
                                  f"({-loss.mean:+.3f} ± {loss.se:.2g}; {v.status})")
-            add("claim5c", "fig3", "loss perturbation, DP-SGD and model sensitivity work well even at very small "
-                f"δ (§4.2); checked as: each loses less than 0.1 accuracy from δ = {low.index[-1]:g} to the smallest "
-                f"δ, {_BEYOND}", "; ".join(parts),
-                max(losses) if losses else float("nan"),
-                _first(tf, V.all_of(per)) if parts else V.undecided(V.EMPTY + " (no such series)"))
+            add("claim5c", "; ".join(parts), max(losses) if losses else float("nan"), _first(tf, V.all_of(per)) if parts else V.undecided(V.EMPTY + " (no such series)"), v0=low.index[-1], beyond=_BEYOND)
     if "fig4" in frames:
         m, se = _means(frames["fig4"])
         tf = _too_few(frames["fig4"])
         inf = _informative(m, _chance(frames["fig4"]))
         mi = m[inf]
         if len(mi) < 2:  # keep the claim visible in the report
-            for claim, statement in (("claim6a", "subsample-and-aggregate is best at small N (§4.2)"),
-                                     ("claim6b", "loss perturbation and model sensitivity do well at large N (§4.2)")):
-                add(claim, "fig4", statement, f"only {len(mi)} of {len(m)} N values have a method at "
-                    f"least {CHANCE_MARGIN:g} above chance (grid too small or ε too low)", np.nan,
-                    V.undecided(f"{V.TOO_FEW} ({len(mi)} of {len(m)} N above chance)"))
+            for claim in ("claim6a", "claim6b"):
+                add(claim, f"only {len(mi)} of {len(m)} N values have a method at "
+                         f"least {CHANCE_MARGIN:g} above chance (grid too small or ε too low)", np.nan,
+                         V.undecided(f"{V.TOO_FEW} ({len(mi)} of {len(m)} N above chance)"))
         if len(mi) >= 2:
             lo, hi = mi.index.min(), mi.index.max()
-            add("claim6a", "fig4", "subsample-and-aggregate is best at small N (§4.2)",
-                f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})",
-                mi.loc[lo].get("subsample_aggregate", np.nan),
-                _first(tf, V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo])))
-            add("claim6b", "fig4", "loss perturbation and model sensitivity do well at large N (§4.2)",
-                f"best at N={hi:g}: {mi.loc[hi].idxmax()} ({mi.loc[hi].max():.3f}); ranking "
-                + " > ".join(mi.loc[hi].sort_values(ascending=False).index),
-                mi.loc[hi].max(), _first(tf, V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
+            add("claim6a", f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})", mi.loc[lo].get("subsample_aggregate", np.nan), _first(tf, V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo])))
+            add("claim6b", f"best at N={hi:g}: {mi.loc[hi].idxmax()} ({mi.loc[hi].max():.3f}); ranking "
+                + " > ".join(mi.loc[hi].sort_values(ascending=False).index), mi.loc[hi].max(), _first(tf, V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
                                                        for k in ("loss_perturbation", "model_sensitivity") if k in mi],
                                                       "no such series")))
     if "fig5a" in frames:
@@ -154,10 +135,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 changes.append(ch.mean)
                 parts.append(f"{meth} − best other: {adv[d0].mean:+.3f} at D={d0:g}, {adv[d1].mean:+.3f} at D={d1:g} "
                              f"(change {V.pm(ch, '+.3f')}; {v.status})")
-            add("claim7", "fig5a", "loss perturbation and model sensitivity are more competitive when D is small "
-                "(§4.2); checked as: for each, its accuracy minus the best other method's larger at the smallest D "
-                f"than at the largest, {_BEYOND}", "; ".join(parts), min(changes),
-                _first(_too_few(df), V.all_of(per)))
+            add("claim7", "; ".join(parts), min(changes), _first(_too_few(df), V.all_of(per)), beyond=_BEYOND)
     if "fig5b" in frames:
         df = frames["fig5b"]
         st = _stats(df, PRIVATE + ("non_private",))
@@ -171,14 +149,9 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             drops[c] = d
             # a constant curve has no Spearman ρ (NaN): that method is undecided, never "falling"
             per[c] = V.undecided(V.NAN) if not np.isfinite(rhos[c]) else V.all_of([V.exceeds(d, 0.0), rhos[c] < 0])
-        add("claim8a", "fig5b", "all methods lose accuracy as the number of classes C grows (§4.2); checked as: for "
-            f"every method the mean accuracy at the smallest C above the one at the largest C, {_BEYOND}, and the "
-            "curve of the means falling with C (Spearman ρ < 0)",
-            ("Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items())
+        add("claim8a", ("Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items())
              + "; accuracy(C min) − accuracy(C max): " + ", ".join(f"{c}: {V.pm(d, '+.3f')}" for c, d in drops.items()))
-            if rhos else "fewer than 3 values of C per method",
-            sum(v.holds for v in per.values()) / max(1, len(per)),
-            _first(tf, V.all_of(per.values())) if rhos else V.undecided(f"{V.TOO_FEW} (fewer than 3 values of C)"))
+            if rhos else "fewer than 3 values of C per method", sum(v.holds for v in per.values()) / max(1, len(per)), _first(tf, V.all_of(per.values())) if rhos else V.undecided(f"{V.TOO_FEW} (fewer than 3 values of C)"), beyond=_BEYOND)
         priv = m.drop(columns="non_private", errors="ignore")
         chance_c = 1.0 / priv.index.to_numpy(float)
         informative = priv.max(axis=1).to_numpy() >= chance_c + CHANCE_MARGIN
@@ -189,14 +162,8 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             tau = float(np.nanmean(taus))
             lo, hi = _concordance(pi, st[1][pi.columns].loc[pi.index])
             v = V.holds() if lo >= 0.5 else V.fails() if hi < 0.5 else V.undecided(V.WIDE)
-            add("claim8b", "fig5b", "the ranking of the methods appears largely independent of C (§4.2); checked as: "
-                "the mean over the informative C of the concordance (concordant − discordant pairs of methods)/pairs "
-                "between that C's ranking and the overall ranking ≥ 0.5, a pair's order counting only where it is "
-                f"decided beyond {V.Z:g} standard errors (an undecided pair can go either way: holds when even the "
-                "lowest concordance reaches 0.5, does not hold when even the highest stays below)",
-                f"mean Kendall τ between each C's ranking and the overall ranking of the means: {tau:.2f} over "
-                f"{len(pi)} informative C; concordance of the decided orders between {lo:.2f} and {hi:.2f}", tau,
-                _first(tf, v))
+            add("claim8b", f"mean Kendall τ between each C's ranking and the overall ranking of the means: {tau:.2f} over "
+                f"{len(pi)} informative C; concordance of the decided orders between {lo:.2f} and {hi:.2f}", tau, _first(tf, v), v0=V.Z)
     if "fig6a" in frames:
         df = frames["fig6a"]
         lp = df[df["series"] == "loss_perturbation"]
@@ -210,28 +177,21 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             optimal[curve] = _optimal_set(agg)
             parts.append(f"{curve}: {desc}{' (hump)' if h else ''}")
         frac = float(np.mean([v.holds for v in humps])) if humps else float("nan")
-        add("claim9a", "fig6a", "loss perturbation: accuracy is hump-shaped in λ — overfits the noise for small λ, "
-            "underfits for large λ (§4.2)", "; ".join(parts) or "no loss-perturbation curve", frac,
-            _first(tf, V.fraction(humps, 0.5)))
+        add("claim9a", "; ".join(parts) or "no loss-perturbation curve", frac, _first(tf, V.fraction(humps, 0.5)))
         if len(args) >= 2:
             sets = list(optimal.values())
             disjoint = any(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
             same = all(len(a) == 1 for a in sets) and len(set.union(*sets)) == 1
             v9b = V.holds() if disjoint else V.fails() if same else V.undecided(V.WIDE)
-            add("claim9b", "fig6a", "the optimal λ depends on ε (§4.2); checked as: for two ε curves the sets of λ "
-                f"whose mean accuracy is within {V.Z:g} standard errors of the curve's best are disjoint (does not "
-                "hold when every curve has the same single best λ beyond them)",
-                "best λ per curve: " + ", ".join(f"{c}: {a:g}" for c, a in sorted(args.items(), key=lambda t: t[0]))
+            add("claim9b", "best λ per curve: " + ", ".join(f"{c}: {a:g}" for c, a in sorted(args.items(), key=lambda t: t[0]))
                 + "; λ within 2 s.e. of the best: " + ", ".join(
-                    f"{c}: {{{', '.join(f'{x:g}' for x in sorted(o))}}}" for c, o in sorted(optimal.items())),
-                float(len(set(args.values()))), _first(tf, v9b))
+                    f"{c}: {{{', '.join(f'{x:g}' for x in sorted(o))}}}" for c, o in sorted(optimal.items())), float(len(set(args.values()))), _first(tf, v9b), v0=V.Z)
     if "fig6b" in frames:
         g = frames["fig6b"]
         sub = g[g["series"] == "subsample_aggregate"]
         agg = sub.groupby("x")["value"]
         h, arg, desc = _hump(agg.mean(), agg.std() / np.sqrt(agg.count()))
-        add("claim9c", "fig6b", "subsample-and-aggregate: larger T helps, but accuracy deteriorates for very large "
-            "T (§4.2)", desc, arg, _first(_too_few(sub, ("subsample_aggregate",)) if len(sub) else None,
+        add("claim9c", desc, arg, _first(_too_few(sub, ("subsample_aggregate",)) if len(sub) else None,
                                           _hump_verdict(agg.mean(), agg.std() / np.sqrt(agg.count()))))
     if "fig7b" in frames:
         df = frames["fig7b"]
@@ -245,12 +205,10 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 v10a = V.undecided(f"{V.TOO_FEW}: the grid stops at B = {m.index.max():g} < 20")
             else:
                 v10a = _first(_too_few(df, PRIVATE_MLP), V.all_of(per.values()))
-            add("claim10a", "fig7b", "ε = 1: DP-SGD surpasses subsample-and-aggregate for B ⪆ 5 (§4.3); checked as: "
-                f"DP-SGD more accurate than subsample-and-aggregate at every B ≥ 20, {_BEYOND}",
-                (f"DP-SGD ≥ subsagg (means) from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
+            add("claim10a", (f"DP-SGD ≥ subsagg (means) from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
                 + f" (DP-SGD − subsagg: {_fmt((m['dpsgd_mlp'] - m['subsample_aggregate_mlp']).round(3))}); "
                 "DP-SGD better beyond 2 s.e. at B ≥ 20: " + (", ".join(f"{x:g}: {v.status}" for x, v in per.items())
-                                                            or "no such B"), b, v10a)
+                                                            or "no such B"), b, v10a, beyond=_BEYOND)
     if "fig7a" in frames:
         df = frames["fig7a"]
         m, se = _means(df, PRIVATE_MLP)
@@ -268,10 +226,8 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 before = cmp[cmp.index < sa_wins.idxmax()]
                 v10b = (V.fails() if (after < 0).any() else
                         V.undecided(V.WIDE) if (after == 0).any() or not (before < 0).any() else V.holds())
-            add("claim10b", "fig7a", "B = 10: subsample-and-aggregate beats DP-SGD only when ε is large (§4.3)",
-                "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
-                + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}",
-                float(sa_wins.mean()), _first(tf, v10b))
+            add("claim10b", "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
+                + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}", float(sa_wins.mean()), _first(tf, v10b))
         npr = df[df["series"] == "non_private_mlp"]
         # the non-private model does not depend on ε: one estimate over the repetitions (per repetition, the mean
         # over the ε at which it is written)
@@ -283,12 +239,8 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             st = _stats(df, PRIVATE_MLP)
             below = {s: V.exceeds(V.Est(0.7 * ref.mean, 0.7 * ref.se, ref.n), _est(st, 5.0, s))
                      for s in PRIVATE_MLP if s in m and np.isfinite(m.loc[5.0, s])}
-            add("claim10c", "fig7a", "even at ε = 5 the best private model underperforms the non-private one by "
-                "≥ 30% (§4.3; paper: 86.6% non-private on CIFAR-10); checked as: at ε = 5 every private method's mean "
-                f"accuracy below 70 % of the non-private mean, {_BEYOND}",
-                f"non-private {V.pm(ref, '.3f')}, best private at ε=5 {best:.3f}: {gap:.3f} absolute, {gap / ref.mean:.0%} "
-                "relative; below 70 % of non-private: " + ", ".join(f"{s}: {v.status}" for s, v in below.items()),
-                gap / ref.mean, V.all_of(below.values(), "no private method at ε = 5"))
+            add("claim10c", f"non-private {V.pm(ref, '.3f')}, best private at ε=5 {best:.3f}: {gap:.3f} absolute, {gap / ref.mean:.0%} "
+                "relative; below 70 % of non-private: " + ", ".join(f"{s}: {v.status}" for s, v in below.items()), gap / ref.mean, V.all_of(below.values(), "no private method at ε = 5"), beyond=_BEYOND)
     return rows
 
 

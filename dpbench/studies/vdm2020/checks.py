@@ -129,7 +129,10 @@ def crossover_budget(df) -> float:
 
 
 def _adder(rows: list):
-    """``add(claim, figure, statement, measured, value, passed)`` appends one anchor-check row to ``rows``
-    (``passed``: bool, None or a three-valued :class:`dpbench.verdicts.Verdict`)."""
-    return V.adder(rows, STUDY)
+    """``add(claim, measured, value, passed, **fields)`` appends one anchor-check row of claim ``claim``
+    (:data:`dpbench.studies.vdm2020.claims.CLAIMS`: its figure and statement) to ``rows`` (``passed``: bool, None
+    or a three-valued :class:`dpbench.verdicts.Verdict`)."""
+    from dpbench.studies.vdm2020.claims import CLAIMS
+
+    return V.claim_adder(rows, STUDY, CLAIMS)
 
