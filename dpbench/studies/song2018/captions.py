@@ -11,7 +11,7 @@ from dpbench.studies.song2018.ch7_compute import LABELS, STUDY
 from dpbench.studies.song2018.spec import DATASET_LABELS, figure
 
 # ---------------------------------------------------------------------------------------------------------
-# captions: every choice the thesis leaves open (collected in docs/studies/song2018.md)
+# captions of chapter 7: every choice the thesis leaves open (collected in docs/studies/song2018.md)
 # ---------------------------------------------------------------------------------------------------------
 
 SIMULATED_ACTIVITY = ("SIMULATED DATA: the activity data of Ellis et al. are private. Stand-in: per group "

@@ -35,7 +35,7 @@ from dpbench.learn import ldp_sgd as L
 from dpbench.parallel import run_units
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
-from dpbench.studies.song2018.ch34_data import STUDY, _cfg, dataset_payload, load_prepared, preprocessing_label
+from dpbench.studies.song2018.ch34_data import STUDY, study_config, dataset_payload, load_prepared, preprocessing_label
 
 CH3_DATASETS = ("mnist", "kddcup99")
 CH4_DATASETS = ("mnist", "covertype")
@@ -48,6 +48,7 @@ ORDER_METHODS = ("clean_first", "noisy_first", "arbitrary")
 EPSN_METHODS = ("optimal", "clean_only", "same_clean", "same_noisy", "alg2")
 C2_METHODS = ("alg1", "clean_only")
 SCHEDULES = ("inv_sqrt", "large", "inv_lambda_t")
+
 #: the figures of chapters 3 and 4 (their specs: :mod:`dpbench.studies.song2018.spec`)
 FIGURES = ("fig3_1", "fig3_2", "fig3_3", "fig4_1")
 
@@ -82,7 +83,7 @@ def series(cfg: dict, name: str) -> list[str]:
 
 
 def schedule_payload(config: dict, schedule: str) -> dict:
-    ls = _cfg(config)["ch3"]["large_step"]
+    ls = study_config(config)["ch3"]["large_step"]
     return {"kind": schedule, **({"c": float(ls["c"]), "T": ls["T"]} if schedule == "large" else {})}
 
 
@@ -91,7 +92,7 @@ def schedule_label(config: dict, schedule: str) -> str:
         return "η_t = 1/√t"
     if schedule == "inv_lambda_t":
         return "η_t = 1/(λt)"
-    ls = _cfg(config)["ch3"]["large_step"]
+    ls = study_config(config)["ch3"]["large_step"]
     return f"η = {ls['c']:g}/√T (T = updates)" if ls["T"] == "horizon" else f"η_t = {ls['c']:g}/√t"
 
 
@@ -99,13 +100,13 @@ def ch3_steps(config: dict, schedule: str, T_updates: int) -> np.ndarray:
     """η_t, t = 1..T (t counts mini-batch updates): 1/√t, 1/(λt), or the larger rate '10/√T' of §3.4.4 — ``horizon``:
     c/√T with T the number of updates of the pass (constant), ``iteration``: c/√t."""
     t = np.arange(1, T_updates + 1, dtype=np.float64)
-    lam = float(_cfg(config)["ch3"]["l2"])
+    lam = float(study_config(config)["ch3"]["l2"])
     if schedule == "inv_sqrt":
         return 1.0 / np.sqrt(t)
     if schedule == "inv_lambda_t":
         return 1.0 / (lam * t)
     if schedule == "large":
-        ls = _cfg(config)["ch3"]["large_step"]
+        ls = study_config(config)["ch3"]["large_step"]
         if ls["T"] == "horizon":
             return np.full(T_updates, float(ls["c"]) / math.sqrt(T_updates))
         return float(ls["c"]) / np.sqrt(t)
@@ -119,7 +120,7 @@ def _store(config):
 def ch3_unit(config: dict, dkey: str, b: int, schedule: str) -> dict:
     """One pass of private (3.6) and non-private mini-batch SGD on ``permutations`` random permutations; the
     objective (3.1) at ``checkpoints`` + 1 evenly spaced update counts (0 and T included)."""
-    c3 = _cfg(config)["ch3"]
+    c3 = study_config(config)["ch3"]
     payload = {"kind": "song2018-ch3-unit", "code": code_hash(), "data": dataset_payload(config, dkey), "b": int(b),
                "schedule": schedule_payload(config, schedule), "R": int(c3["permutations"]), "l2": float(c3["l2"]),
                "epsilon": float(c3["epsilon"]), "checkpoints": int(c3["checkpoints"]), "seed": config["seed"]}
@@ -149,7 +150,7 @@ def ch3_unit(config: dict, dkey: str, b: int, schedule: str) -> dict:
 
 def centralized_unit(config: dict, dkey: str) -> dict:
     """min_w (3.1) on all rows by L-BFGS (the "centralized" curve of Fig. 3.2; deterministic)."""
-    c3 = _cfg(config)["ch3"]
+    c3 = study_config(config)["ch3"]
     payload = {"kind": "song2018-ch3-central", "code": code_hash(), "data": dataset_payload(config, dkey),
                "l2": float(c3["l2"])}
 
@@ -192,7 +193,7 @@ def _base_row(config, figure, series_name, method, dataset, rec, x_name):
 
 
 def run_ch3(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
-    cfg = _cfg(config)
+    cfg = study_config(config)
     c3, fc = cfg["ch3"], cfg["figures"][figure]
     dataset = series_name[len("ch3_"):]
     dkey = f"ch3_{dataset}"
@@ -243,7 +244,7 @@ def ch4_sizes(n: int, b: int, beta: float) -> tuple[int, int]:
 
 
 def ch4_params(config: dict) -> dict:
-    c4 = _cfg(config)["ch4"]
+    c4 = study_config(config)["ch4"]
     return {"l2": float(c4["l2"]), "b": int(c4["batch_size"]), "beta": float(c4["beta_clean"]),
             "eps_c": float(c4["epsilon_clean"])}
 
@@ -359,7 +360,7 @@ def c2_brackets(config: dict, d: int, eps_n: float) -> dict:
 
 
 def c2_grid(config: dict, d: int, eps_n: float) -> list[float]:
-    fc = _cfg(config)["figures"]["fig4_1"]["c2"]
+    fc = study_config(config)["figures"]["fig4_1"]["c2"]
     br = c2_brackets(config, d, eps_n)
     lo, hi = sorted((br["c2_lower"], br["c2_upper"]))
     grid = np.geomspace(lo / fc["widen"], hi * fc["widen"], int(fc["points"]))
@@ -367,7 +368,7 @@ def c2_grid(config: dict, d: int, eps_n: float) -> list[float]:
 
 
 def run_ch4(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
-    cfg = _cfg(config)
+    cfg = study_config(config)
     fc = cfg["figures"]["fig4_1"]
     _, dataset, panel = series_name.split("_", 2)
     dkey = f"ch4_{dataset}"
@@ -424,9 +425,9 @@ def run_ch4(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.
 def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
     if figure not in FIGURES:
         raise ValueError(f"unknown figure {figure!r} of {STUDY} chapters 3-4")
-    if series_name not in series(_cfg(config), figure):
+    if series_name not in series(study_config(config), figure):
         raise ValueError(f"series {series_name!r} is not a series of {STUDY}/{figure}; "
-                         f"configured: {series(_cfg(config), figure)}")
+                         f"configured: {series(study_config(config), figure)}")
     if figure.startswith("fig3"):
         return run_ch3(config, figure, series_name, n_jobs)
     return run_ch4(config, figure, series_name, n_jobs)

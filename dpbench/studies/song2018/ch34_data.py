@@ -22,7 +22,8 @@ STUDY = "song2018"
 DATA_VERSION = 1
 
 
-def _cfg(config: dict) -> dict:
+def study_config(config: dict) -> dict:
+    """The study's block of the configuration (``config["studies"]["song2018"]``)."""
     return config["studies"][STUDY]
 
 
@@ -34,7 +35,7 @@ DATASET_KEYS = ("ch3_mnist", "ch3_kddcup99", "ch3_synthetic", "ch4_mnist", "ch4_
 
 
 def datasets_in_use(config: dict) -> list[str]:
-    figs = _cfg(config).get("figures", {})
+    figs = study_config(config).get("figures", {})
     used = set()
     for name in ("fig3_1", "fig3_2"):
         if figs.get(name):
@@ -47,7 +48,7 @@ def datasets_in_use(config: dict) -> list[str]:
 
 
 def dataset_payload(config: dict, key: str) -> dict:
-    cfg = _cfg(config)
+    cfg = study_config(config)
     chap, name = key.split("_", 1)
     p = {"key": key, "v": DATA_VERSION, **cfg[chap]["datasets"][name], "seed": config["seed"]}
     if name != "synthetic":
@@ -149,7 +150,7 @@ def preprocessing_label(config: dict, name: str, is_substitute: bool) -> tuple[s
     actually used, and whether some step used statistics of the private training data."""
     if name == "synthetic":
         return "none (generated on the unit sphere)", False
-    pre = _cfg(config)["preprocessing"]
+    pre = study_config(config)["preprocessing"]
     proj = "" if name == "covertype" else "; fixed Gaussian random projection; rows into the unit ball again"
     if pre.get("variant", "data_independent") == "source":
         how = {"minmax": "per-feature min-max scaling", "standardise": "per-feature standardisation (z-score)"}[
