@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from dpbench.studies import song2018_ch7 as ch7
+from dpbench.studies.song2018 import ch7_compute as ch7
 
 
 def test_theta_estimated_from_the_released_chains_is_flagged():

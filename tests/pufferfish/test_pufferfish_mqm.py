@@ -120,7 +120,7 @@ def test_approximate_bounds_dominate_the_exact_influence(reversible):
 
 
 def test_binary_class_parameters_closed_form():
-    from dpbench.studies.song2018_ch7 import binary_class_parameters, binary_grid
+    from dpbench.studies.song2018.ch7_scales import binary_class_parameters, binary_grid
 
     for alpha in (0.1, 0.25, 0.4):
         grid = binary_grid(alpha, 0.05)
@@ -166,7 +166,7 @@ def test_group_dp_and_gk16():
 
 
 def test_gk16_applicability_on_the_binary_class_does_not_depend_on_eps():
-    from dpbench.studies.song2018_ch7 import binary_class_scale
+    from dpbench.studies.song2018.ch7_scales import binary_class_scale
 
     lo = binary_class_scale("gk16", 0.3, 100, [0.2, 1.0, 5.0], 0.1, "reversible")
     hi = binary_class_scale("gk16", 0.45, 100, [0.2, 1.0, 5.0], 0.1, "reversible")

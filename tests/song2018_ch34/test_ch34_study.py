@@ -13,7 +13,8 @@ from dpbench.report import run_anchor_checks
 from dpbench.results import read_results
 from dpbench.runner import run_series
 from dpbench.studies import song2018
-from dpbench.studies import song2018_ch34 as ch34
+from dpbench.studies.song2018 import ch34_compute as ch34
+from dpbench.studies.song2018 import ch34_data
 
 
 def s18(**kw):
@@ -137,17 +138,17 @@ def test_preprocessing_order_and_unit_ball():
     X = rng.exponential(5.0, (200, 30))
     X[:, 3] = 7.0                                            # a constant feature
     for norm in ("minmax", "standardise"):
-        Z = ch34.preprocess(X, norm, 6, seed=1)
+        Z = ch34_data.preprocess(X, norm, 6, seed=1)
         assert Z.shape == (200, 6) and np.linalg.norm(Z, axis=1).max() <= 1.0
     # without projection: the normalised rows projected into the unit ball, constant column 0
-    Z = ch34.preprocess(X, "minmax", None, seed=1)
+    Z = ch34_data.preprocess(X, "minmax", None, seed=1)
     B = (X - X.min(0)) / np.where(np.ptp(X, 0) > 0, np.ptp(X, 0), 1)
     B[:, 3] = 0
     np.testing.assert_allclose(Z, B / np.maximum(1, np.linalg.norm(B, axis=1))[:, None], rtol=1e-12)
 
 
 def test_synthetic_sphere_is_separable_with_margin():
-    X, y, w = ch34.synthetic_sphere(5000, 5, 0.001, seed=3)
+    X, y, w = ch34_data.synthetic_sphere(5000, 5, 0.001, seed=3)
     assert X.shape == (5000, 5)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, atol=1e-12)
     assert np.all(y * (X @ w) >= 0.001)

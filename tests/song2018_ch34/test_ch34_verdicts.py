@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from dpbench import verdicts as V
-from dpbench.studies import song2018_ch34 as ch34
+from dpbench.studies.song2018 import ch34_anchors, ch34_stats
+from dpbench.studies.song2018.spec import DATASET_LABELS
 from tests.exact_noise import exact_noise
 
 
@@ -24,9 +25,9 @@ def _rows(mean, sd, n, seed, **cols):
 
 
 def _check(frames, claim, dataset=None):
-    rows = [r for r in ch34.anchor_checks(frames) if r["claim"] == claim]
+    rows = [r for r in ch34_anchors.anchor_rows(frames) if r["claim"] == claim]
     if dataset is not None:
-        rows = [r for r in rows if r["statement"].startswith(ch34.DATASET_LABELS[dataset])]
+        rows = [r for r in rows if r["statement"].startswith(DATASET_LABELS[dataset])]
     assert len(rows) == 1, rows
     return rows[0]
 
@@ -86,11 +87,11 @@ def test_a3_1_gap_standard_error_is_paired_by_repetition():
     npv = 1.0 + 0.2 * _z(20, 99)
     g = pd.DataFrame(_rows(0.0, 0.0, 20, 0, method="non_private") + _rows(0.0, 0.0, 20, 0, method="private"))
     g["value"] = np.r_[npv, 1.06 * npv]
-    gap = ch34._rel_gap(g)
+    gap = ch34_stats.rel_gap(g)
     assert gap.mean == pytest.approx(0.06) and gap.se < 1e-9
-    assert ch34._below(gap, ch34.Est(0.05)).status == V.FAILS
-    unpaired = ch34._rel_gap(g.assign(rep=np.r_[np.arange(20), np.arange(20, 40)]))
-    assert unpaired.se > 0.02 and ch34._below(unpaired, ch34.Est(0.05)).status == V.UNDECIDED
+    assert ch34_stats.below(gap, ch34_stats.Est(0.05)).status == V.FAILS
+    unpaired = ch34_stats.rel_gap(g.assign(rep=np.r_[np.arange(20), np.arange(20, 40)]))
+    assert unpaired.se > 0.02 and ch34_stats.below(unpaired, ch34_stats.Est(0.05)).status == V.UNDECIDED
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -181,7 +182,7 @@ def test_sd_ratio_interval_matches_the_f_distribution():
     from scipy import stats
 
     a, b = 3.0 * _z(10, 1), _z(12, 2)
-    v, r, lo, hi = ch34._sd_ratio_at_least(a, b, 1.0)
+    v, r, lo, hi = ch34_stats.sd_ratio_at_least(a, b, 1.0)
     alpha = 2 * stats.norm.sf(V.Z)
     assert r == pytest.approx(3.0) and v.status == V.HOLDS
     assert lo == pytest.approx(3.0 / math.sqrt(stats.f.ppf(1 - alpha / 2, 9, 11)))

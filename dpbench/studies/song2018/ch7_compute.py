@@ -1,7 +1,9 @@
-"""song2018 chapter 7 experiments (Fig. 7.4, 7.5, Tables 7.1–7.3): Laplace scales, trials, result rows.
+"""song2018 chapter 7 experiments (Fig. 7.4, 7.5, Tables 7.1–7.3): trials and result rows (the Laplace scales:
+:mod:`~dpbench.studies.song2018.ch7_scales`).
 
-The figure specs, captions, plots and anchor checks live in :mod:`dpbench.studies.song2018`; this module only
-computes (its source, with the mechanisms and the data generators, is what ``series_code_hash`` hashes).
+This module and what it imports are the chapter's compute code (:mod:`dpbench.codehash`): an edit here, in the
+scales, the mechanisms or the data generators recomputes every chapter-7 series and cached scale; an edit of the
+captions, plots, tables or anchor checks (the sibling modules) does not. ``method_label`` is written here.
 
 * **Scale** of a mechanism = L·σ with L the query's L1-Lipschitz constant (1/T for the synthetic scalar
   F = ΣX_i/T, 2/N for a relative-frequency histogram over N observations) and σ from
@@ -14,9 +16,6 @@ computes (its source, with the mechanisms and the data generators, is what ``ser
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import inspect
 import math
 import time
 
@@ -27,47 +26,35 @@ from dpbench.data import markov
 from dpbench.methods import pufferfish as pf
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.studies.song2018.ch7_scales import (binary_class_scale, chain_model, chain_scale, scale_record,
+                                                synthetic_scale_once)
 
 STUDY = "song2018"
 LABELS = {"dp": "DP", "group_dp": "GroupDP", "gk16": "GK16", "mqm_approx": "MQMApprox", "mqm_exact": "MQMExact",
           "exact": "exact"}
 SYNTHETIC_VARIANT = f"synthetic:binary-markov-{markov.VERSION}"
 
+#: the series of each chapter-7 figure (the figure specs: :mod:`dpbench.studies.song2018.spec`)
+SERIES = {"fig7_4": ("group_dp", "gk16", "mqm_approx", "mqm_exact"),
+          "table7_1": ("dp", "group_dp", "gk16", "mqm_approx", "mqm_exact"),
+          "table7_2": ("gk16", "mqm_approx", "mqm_exact"),
+          "table7_3": ("group_dp", "gk16", "mqm_approx", "mqm_exact"),
+          "fig7_5": ("exact", "group_dp", "gk16", "mqm_approx", "mqm_exact")}
+RUNTIME_COLUMNS = ("synthetic", "cyclist", "older_woman", "overweight_woman", "electricity")
 
-@functools.lru_cache(maxsize=1)
+
 def code_hash() -> str:
-    """Hash of the sources that compute every chapter-7 series (mechanisms, data generators, this module)."""
-    import sys
+    """Every chapter-7 series and cached scale: this module and, transitively, what it imports (the scales, the
+    mechanisms of :mod:`dpbench.methods.pufferfish`, the chain generators of :mod:`dpbench.data.markov`)."""
+    from dpbench.codehash import code_hash as closure_hash
 
-    h = hashlib.sha256()
-    for mod in (pf, markov, sys.modules[__name__]):
-        h.update(inspect.getsource(mod).encode())
-    return h.hexdigest()[:16]
+    return closure_hash(__name__)
 
 
 def _cached(config: dict, payload: dict, compute) -> dict:
     """A JSON record computed once per content key (process-safe), e.g. the Laplace scale of a method."""
     key = content_key({"kind": "song2018-ch7", "code": code_hash(), **payload})
     return Store(config["cache_dir"]).record(key, compute)
-
-
-def _rec(sigma: float, res: pf.MQMResult | None = None, **extra) -> dict:
-    out = {"sigma": float(sigma), "applicable": bool(math.isfinite(sigma)), "reason": "", "node": None,
-           "quilt": None, "card": None, "influence": None, "ell": None}
-    if res is not None:
-        out.update(node=res.node, quilt=list(res.quilt), card=res.card, influence=res.influence, ell=res.ell,
-                   chain_length=res.chain_length)
-    out.update(extra)
-    return out
-
-
-def _gk16_rec(norm: float, eps: float, **extra) -> dict:
-    sigma = pf.gk16_scale(1.0, norm, eps)
-    rec = _rec(sigma, norm=float(norm), **extra)
-    if not rec["applicable"]:
-        rec["reason"] = (f"influence-matrix spectral norm {norm:.3g} >= 1" if math.isfinite(norm)
-                         else "influence matrix unbounded (a transition of probability 0)")
-    return rec
 
 
 def _row(config, figure, series, **kw) -> dict:
@@ -97,53 +84,6 @@ def _rec_cols(rec: dict) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 # synthetic binary chains: Θ = [α, 1 − α] (Fig. 7.4)
 # ---------------------------------------------------------------------------------------------------------
-
-
-def binary_grid(alpha: float, step: float) -> np.ndarray:
-    """Grid over [α, 1 − α] with spacing ≤ ``step``, both endpoints included."""
-    n = int(math.ceil((1 - 2 * alpha) / step - 1e-9)) + 1
-    return np.linspace(alpha, 1 - alpha, max(n, 2))
-
-
-def binary_class_parameters(alpha: float, bound: str) -> tuple[float, float]:
-    """(π_Θ^min, g_Θ) of Θ = [α, 1−α] in closed form: π_min = α (at p₀ = α, p₁ = 1 − α); the second eigenvalue
-    λ = p₀ + p₁ − 1 has |λ| ≤ 1 − 2α, so g = 2α for the reversible bound and 1 − (1 − 2α)² for the eigengap
-    of P P* = P² (binary chains are reversible, P* = P)."""
-    return alpha, (2 * alpha if bound == "reversible" else 1 - (1 - 2 * alpha) ** 2)
-
-
-def binary_class_scale(method: str, alpha: float, T: int, eps_list, step: float, bound: str) -> dict:
-    """σ (the Laplace scale per unit L) of ``method`` for Θ = [α, 1−α] × (every initial distribution), chains of
-    length T, for each ε: {repr(ε): record}. MQMExact and GK16 take the max over a (p₀, p₁) grid of spacing
-    ``step`` (endpoints included); MQMApprox uses the closed-form class parameters; GroupDP σ = T/ε."""
-    t0 = time.perf_counter()
-    out = {}
-    if method == "group_dp":
-        for e in eps_list:
-            out[repr(e)] = _rec(pf.group_dp_scale(1.0, T, e))
-    elif method == "mqm_approx":
-        pi_min, g = binary_class_parameters(alpha, bound)
-        for e, r in zip(eps_list, pf.mqm_approx(pi_min, g, [T], list(eps_list), ell=T, bound=bound)):
-            out[repr(e)] = _rec(r.sigma_max, r, pi_min=pi_min, g=g, bound=bound)
-    elif method == "mqm_exact":
-        grid = binary_grid(alpha, step)
-        thetas = [(None, markov.binary_transition(a, b)) for a in grid for b in grid]
-        for e, r in zip(eps_list, pf.mqm_exact(thetas, T, list(eps_list), ell=T)):
-            P = thetas[r.theta][1]
-            out[repr(e)] = _rec(r.sigma_max, r, theta=f"p0={P[0, 0]:.4g}, p1={P[1, 1]:.4g}", grid_points=len(thetas))
-    elif method == "gk16":
-        grid = binary_grid(alpha, step)
-        norms = [(pf.gk16_norm(pf.gk16_influences(markov.binary_transition(a, b)), [T]), a, b)
-                 for a in grid for b in grid]
-        norm, a, b = max(norms)
-        for e in eps_list:
-            out[repr(e)] = _gk16_rec(norm, e, theta=f"p0={a:.4g}, p1={b:.4g}")
-    else:
-        raise ValueError(f"unknown fig7_4 series {method!r}")
-    dt = time.perf_counter() - t0
-    for r in out.values():
-        r["runtime_s"] = dt
-    return out
 
 
 def _binary_scale_job(config, method, alpha, T, eps_list, step, bound):
@@ -208,58 +148,6 @@ def load_electricity(config: dict) -> markov.ChainData:
     return markov.load_electricity(config["data"]["cache_dir"], config["seed"], T)
 
 
-def chain_model(d: markov.ChainData) -> tuple[np.ndarray, np.ndarray]:
-    """Θ = {(π̂, P̂)}: the empirical transition matrix of the (pooled) chains and its stationary distribution.
-
-    θ̂ lives on the largest strongly connected set of observed transitions (by observations): a state seen too
-    rarely to be both entered and left there has probability 0 under θ̂ and so no secret; transitions out of
-    the set are removed and rows renormalised. With the full-size data every state is kept.
-    """
-    from scipy.sparse.csgraph import connected_components
-
-    P = markov.empirical_transition_matrix(d.states, d.lengths, d.k)
-    _, comp = connected_components(P > 0, directed=True, connection="strong")
-    counts = np.bincount(comp, weights=np.bincount(d.states, minlength=d.k))
-    keep = np.flatnonzero(comp == int(np.argmax(counts)))
-    if keep.size < d.k:
-        P = P[np.ix_(keep, keep)]
-        P = P / P.sum(axis=1, keepdims=True)
-    markov.require_ergodic(P, d.name)
-    return P, pf.stationary_distribution(P)
-
-
-def chain_scale(method: str, P, pi, lengths, eps: float, tables=None) -> dict:
-    """σ of ``method`` for Θ = {(π, P)} and independent chains of the given lengths (per unit L).
-
-    MQMApprox: Lemma 7.4.6 (general bound: empirical chains need not be reversible) with ℓ = 4a* of
-    Lemma 7.4.7; MQMExact: ℓ = card(X_N) of the optimal MQMApprox quilt (Song 2018, §7.6.3); GroupDP: the longest
-    chain; GK16: influence matrix with q = π."""
-    t0 = time.perf_counter()
-    lengths = np.asarray(lengths, int)
-    if method == "group_dp":
-        rec = _rec(pf.group_dp_scale(1.0, int(lengths.max()), eps))
-    elif method in ("mqm_approx", "mqm_exact"):
-        pi_min, g = float(pi.min()), pf.eigengap(P)
-        ra = pf.mqm_approx(pi_min, g, lengths, eps)
-        if method == "mqm_approx":
-            rec = _rec(ra.sigma_max, ra, pi_min=pi_min, g=g, bound="general")
-        else:
-            rx = pf.mqm_exact_stationary(P, lengths, eps, ra.card, pi=pi, tables=tables)
-            rule = "card of the optimal MQMApprox quilt"
-            if rx.sigma_max > ra.sigma_max and ra.ell > ra.card:
-                # ℓ from MQMApprox's optimal quilt left out quilts MQMApprox used elsewhere: search its full ℓ
-                big = tables if tables is not None and tables[0].shape[0] > ra.ell else None
-                rx = pf.mqm_exact_stationary(P, lengths, eps, ra.ell, pi=pi, tables=big)
-                rule = "MQMApprox's ℓ (the thesis's rule gave a larger scale than MQMApprox)"
-            rec = _rec(rx.sigma_max, rx, pi_min=pi_min, g=g, ell_rule=rule)
-    elif method == "gk16":
-        rec = _gk16_rec(pf.gk16_norm(pf.gk16_influences(P, pi), lengths), eps)
-    else:
-        raise ValueError(f"unknown series {method!r}")
-    rec["runtime_s"] = time.perf_counter() - t0
-    return rec
-
-
 def _data_id(config, what: str) -> dict:
     cfg = config["studies"][STUDY]
     if what == "electricity":
@@ -278,7 +166,7 @@ def activity_scales(config: dict, method: str, group: str, eps: float) -> dict:
         N = d.T
         person_T = np.bincount(d.owner, weights=d.lengths).astype(int)
         if method == "dp":
-            agg = _rec(int(person_T.max()) / eps, n_max=int(person_T.max()))
+            agg = scale_record(int(person_T.max()) / eps, n_max=int(person_T.max()))
             ind = None
         else:
             tables = None
@@ -405,21 +293,6 @@ def run_table7_3(config: dict, series: str) -> pd.DataFrame:
 # Table 7.2: time to compute the Laplace scale
 # ---------------------------------------------------------------------------------------------------------
 
-RUNTIME_COLUMNS = ("synthetic", "cyclist", "older_woman", "overweight_woman", "electricity")
-
-
-def _synthetic_scale_once(method: str, P, T: int, eps: float) -> float:
-    """σ for the singleton transition matrix P with every initial distribution (the per-θ procedure the thesis
-    times on the (p₀, p₁) grid)."""
-    if method == "mqm_exact":
-        return pf.mqm_exact([(None, P)], T, eps, ell=T).sigma_max
-    if method == "mqm_approx":
-        return pf.mqm_approx(float(pf.stationary_distribution(P).min()), pf.reversible_gap(P), [T], eps, ell=T,
-                             bound="reversible").sigma_max
-    if method == "gk16":
-        return pf.gk16_scale(1.0, pf.gk16_norm(pf.gk16_influences(P), [T]), eps)
-    raise ValueError(f"unknown table7_2 series {method!r}")
-
 
 def run_table7_2(config: dict, series: str) -> pd.DataFrame:
     """Seconds to compute the Laplace scale (ε from the config), sequentially in this process.
@@ -438,12 +311,12 @@ def run_table7_2(config: dict, series: str) -> pd.DataFrame:
     rows = []
     grid = np.linspace(lo, hi, int(round((hi - lo) / step)) + 1)
     times, applicable = [], True
-    _synthetic_scale_once(series, markov.binary_transition(grid[0], grid[-1]), T, eps)   # untimed warm-up
+    synthetic_scale_once(series, markov.binary_transition(grid[0], grid[-1]), T, eps)   # untimed warm-up
     for a in grid:
         for b in grid:
             P = markov.binary_transition(a, b)
             t0 = time.perf_counter()
-            sig = _synthetic_scale_once(series, P, T, eps)
+            sig = synthetic_scale_once(series, P, T, eps)
             times.append(time.perf_counter() - t0)
             applicable &= math.isfinite(sig)
     rows.append(_row(config, "table7_2", series, dataset="synthetic", dataset_variant=SYNTHETIC_VARIANT, x=eps,
@@ -495,6 +368,10 @@ def label_preprocessing(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_series(config: dict, figure: str, series: str, n_jobs: int = 1) -> pd.DataFrame:
+    if figure not in SERIES:
+        raise ValueError(f"unknown song2018 figure {figure!r}")
+    if series not in SERIES[figure]:
+        raise ValueError(f"method {series!r} is not a series of {STUDY}/{figure}; known: {list(SERIES[figure])}")
     if figure == "fig7_4":
         return label_preprocessing(run_fig7_4(config, series, n_jobs))
     if figure in ("table7_1", "fig7_5"):
