@@ -13,9 +13,21 @@ sensitivity analysis being uniform over it) and Z independent of D, then T relea
 (conditionally on the order), so one solve per side and T noise draws give the same distribution as T trainings.
 Methods whose noise enters the training (objective/loss perturbation, DP-SGD) are trained once per trial.
 
-The auditor may choose every record and the dataset's size and number of features, provided the quantities the
-privacy analysis depends on are the study's; per method the docstring says which ones and why the analysis is
-unchanged. Twins: ``noise_x0.5`` multiplies the noise by 0.5 through a parameter of the real method (or by
+The auditor may choose every record and the dataset's size, number of features and (where the analysis does not
+use it) number of classes, provided the quantities the privacy analysis depends on are the study's; per method
+the notes say which ones and why the analysis is unchanged.
+
+Saturation pairs (model sensitivity, bolt-on PSGD, objective perturbation): a canary at x = ±e₁ next to other
+records at 0 is audited near θ ≈ 0, where its loss gradient is far below the Lipschitz bound the sensitivity
+uses (logistic |ℓ′(0)| = 1/2; softmax ‖p − e_y‖ = √(1 − 1/C) of √2). Instead the other records are
+x = (0, 1) (a bias feature) with the label that drives the fitted bias weight to −s (the canary's label loses),
+and the canary is x = (±a, b), a² + b² = 1: its margin −s·b is negative on both sides, so its gradients on D
+and D′ differ by 2a·σ(s·b) (logistic; softmax ×√2) along the a-coordinate, on which no other record has
+curvature; (a, b) maximises a·σ(s·b) (:func:`_saturated_canary`), s is the regularised equilibrium
+(:func:`_push_margin`). The pair costs one noise dimension per class (the bias row), which is why the
+two-class softmax is audited and wu2016's output perturbation keeps its one-feature pair (docs/studies/audit.md).
+
+Twins: ``noise_x0.5`` multiplies the noise by 0.5 through a parameter of the real method (or by
 scaling the draw of the real sampler); ``bug_*`` twins reproduce a known implementation bug by calling the real
 calibration with the wrong argument.
 """
@@ -414,9 +426,12 @@ def _logistic_pair(n: int):
 @register(name="output_perturbation_erm", label="output perturbation (wu2016 Alg. 6)", study="wu2016",
           twins=("noise_x0.5", "noise_x0.1"),
           notes="Data-independent OP of Fig. 4.1 (diabetes): R = 1, λ = √(d/(nε)) with the study's n = 614, d = 8, "
-                "thesis sensitivity 4(ρ + λR)/(λn); one feature on the audit pair (Δ does not depend on it). "
-                "The sensitivity bound is ≥ 2× the largest change of the minimiser (tight: 2ρ/(λn)), so no "
-                "test can exceed ≈ ε/2 on any pair.")
+                "thesis sensitivity 4(ρ + λR)/(λn); one feature on the audit pair (Δ does not depend on it), "
+                "other records 0, canary ±1. No pair can exceed ε·G/(4(1 + λR)) ≈ 0.247ε (ε = 1) / 0.260ε "
+                "(ε = 4): the minimisers differ by at most G/(λn), G = 2·max_t √(1 − t²)σ(Rt) = 1.099 the largest "
+                "logistic gradient difference on the ball (the margin is at most R), not 2ρ. This pair (G = 1 in "
+                "one feature) reaches 91 % of that; a two-feature saturation pair reaches 99 % but its second "
+                "noise dimension costs more power than it gains at ε = 1.")
 def audit_output_perturbation_erm(config, epsilon, twin, trials, rng):
     from dpbench.methods.output_perturbation import erm_ball, output_perturbation
 
@@ -475,7 +490,7 @@ def _logistic_canary(w, x):
                 "radius, so the audit runs on the ball of the study's largest tuning radius R = 2 and in two "
                 "features. Saturation pair: records x = (0, 1) with y = −1 drive the bias weight to ≈ −1.55 "
                 "(ε = 1; −1.8 at ε = 4, capped at 0.9R), the canary x = (±a, b), y = +1 maximises a·σ(s·b): its "
-                "gradients differ by ≈ 1.19 (ε = 1) / 1.25 (ε = 4) instead of 1 at w ≈ 0, of the bound 2. "
+                "gradients differ by ≈ 1.19 (ε = 1) / 1.24 (ε = 4) instead of 1 at w ≈ 0, of the bound 2. "
                 "Solved once per trial; statistic = the exact log-likelihood ratio of the release (noise "
                 "density ratio of b(w) = −(Σ∇ℓ(w) + nΛw) on D vs D′ times the Jacobian ratio "
                 "det ∇²F_D/det ∇²F_D′, Chaudhuri et al. 2011 proof of Thm 9), exact for interior solutions.")
