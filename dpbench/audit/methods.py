@@ -13,9 +13,21 @@ sensitivity analysis being uniform over it) and Z independent of D, then T relea
 (conditionally on the order), so one solve per side and T noise draws give the same distribution as T trainings.
 Methods whose noise enters the training (objective/loss perturbation, DP-SGD) are trained once per trial.
 
-The auditor may choose every record and the dataset's size and number of features, provided the quantities the
-privacy analysis depends on are the study's; per method the docstring says which ones and why the analysis is
-unchanged. Twins: ``noise_x0.5`` multiplies the noise by 0.5 through a parameter of the real method (or by
+The auditor may choose every record and the dataset's size, number of features and (where the analysis does not
+use it) number of classes, provided the quantities the privacy analysis depends on are the study's; per method
+the notes say which ones and why the analysis is unchanged.
+
+Saturation pairs (model sensitivity, bolt-on PSGD, objective perturbation): a canary at x = ±e₁ next to other
+records at 0 is audited near θ ≈ 0, where its loss gradient is far below the Lipschitz bound the sensitivity
+uses (logistic |ℓ′(0)| = 1/2; softmax ‖p − e_y‖ = √(1 − 1/C) of √2). Instead the other records are
+x = (0, 1) (a bias feature) with the label that drives the fitted bias weight to −s (the canary's label loses),
+and the canary is x = (±a, b), a² + b² = 1: its margin −s·b is negative on both sides, so its gradients on D
+and D′ differ by 2a·σ(s·b) (logistic; softmax ×√2) along the a-coordinate, on which no other record has
+curvature; (a, b) maximises a·σ(s·b) (:func:`_saturated_canary`), s is the regularised equilibrium
+(:func:`_push_margin`). The pair costs one noise dimension per class (the bias row), which is why the
+two-class softmax is audited and wu2016's output perturbation keeps its one-feature pair (docs/studies/audit.md).
+
+Twins: ``noise_x0.5`` multiplies the noise by 0.5 through a parameter of the real method (or by
 scaling the draw of the real sampler); ``bug_*`` twins reproduce a known implementation bug by calling the real
 calibration with the wrong argument.
 """
@@ -71,6 +83,46 @@ def _chunked(trials: int, draw: Callable[[int], np.ndarray], chunk: int = CHUNK)
     return np.concatenate(out)
 
 
+def _sigmoid(z):
+    """σ(z) = 1/(1 + e^{−z}), without overflow for large |z|."""
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=np.float64)))
+
+
+def _push_margin(gain: float) -> float:
+    """The margin s > 0 with s = gain·σ(−s): where a regularised bias weight settles when records x = e_bias
+    push it with a saturating logistic gradient σ(−s) against the regulariser (``gain`` = pushing fraction over
+    the regularisation, e.g. (k/n)/λ for k of n logistic records; 2(N − 1)/(Nλ) for the two-class softmax,
+    whose bias row is (−s/2, s/2))."""
+    from scipy.optimize import brentq
+
+    g = float(gain)
+    return float(brentq(lambda s: s - g * float(_sigmoid(-s)), 0.0, g, xtol=1e-12))
+
+
+def _saturated_canary(margin: float) -> tuple[float, float]:
+    """Canary features (a, b), a² + b² = 1, for the saturation pairs: the fitted bias weight turns b into the
+    margin −margin·b (the canary misclassified with probability σ(margin·b)), and ±a is the coordinate that
+    differs between D and D′. The gradient difference of the pair is 2a·σ(margin·b) (logistic; ×√2 for the
+    two-class softmax) of the Lipschitz bound 2; (a, b) maximises a·σ(margin·b) on a grid of b."""
+    b = np.linspace(0.0, 1.0, 20001)
+    i = int(np.argmax(np.sqrt(1.0 - b * b) * _sigmoid(margin * b)))
+    return float(math.sqrt(1.0 - b[i] ** 2)), float(b[i])
+
+
+def _bias_pair(n: int, a: float, b: float, pushers: int | None = None):
+    """Two features (a-coordinate, bias): ``pushers`` records (default n − 1) x = (0, 1), the rest but the
+    last x = 0; the last record, the canary, is (+a, b) in D and (−a, b) in D′. The other records have no
+    a-coordinate, so their gradients and curvature act on the bias weight only; labels are the caller's."""
+    k = n - 1 if pushers is None else int(pushers)
+    if not 0 <= k <= n - 1:
+        raise ValueError(f"pushers must lie in [0, n − 1], got {k}")
+    X = np.zeros((n, 2))
+    X[:k, 1] = 1.0
+    Xd, Xp = X.copy(), X.copy()
+    Xd[-1], Xp[-1] = (a, b), (-a, b)
+    return Xd, Xp
+
+
 BOLT_ON_M = 72876       # wu2016 Fig. 3.2, Protein training split (the bolt-on sensitivity depends on m)
 CH4_N, CH4_D = 614, 8   # wu2016 Fig. 4.1, diabetes (Pima): 80 % of 768 records, 8 features
 
@@ -110,21 +162,43 @@ def _softmax_pair(n: int, C: int, d: int = 1):
     return (Xd, y), (Xp, y)
 
 
+def _softmax_saturation_pair(n: int, lam: float):
+    """Model-sensitivity pair (two features, two classes): the other n − 1 records are x = (0, 1) (a bias
+    feature) of class 1, so the fitted bias row is (−m/2, m/2) with m = (2(n − 1)/(nλ))·σ(−m) (≈ 5.8 at the
+    study's Nλ = 60); the canary is x = (±a, b) of class 0, misclassified with probability p₁ = σ(m·b). Its
+    gradient rows ±a·(p − e₀) = ±a·p₁·(e₁ − e₀) differ by 2√2·a·p₁ of Lemma 1's 2K = 2√2; the other records
+    have no a-coordinate (their curvature acts on the bias row only) and the canary's own curvature is
+    O(1/N) ≪ λ, so the minimisers differ by ≈ that gradient difference/(Nλ): ε_pair ≈ a·σ(m·b)/(1 + η)·ε
+    (0.83ε; the previous pair, other records 0 and canary ±e₁ in one feature and C = 10 classes, reached
+    √(1 − 1/C)/√2·ε ≈ 0.66ε, in 10 noise dimensions instead of 4)."""
+    a, b = _saturated_canary(_push_margin(2.0 * (n - 1) / (n * lam)))
+    Xd, Xp = _bias_pair(n, a, b)
+    y = np.ones(n, dtype=np.int64)
+    y[-1] = 0
+    return (Xd, y), (Xp, y)
+
+
 @register(name="model_sensitivity", label="model sensitivity (vdm2020 Alg. 1, output perturbation)", study="vdm2020",
           twins=("noise_x0.5", "bug_addremove_sensitivity", "noise_x0.1"),
-          notes="δ = 0 (Fig. 1a); N, λ (the untuned default), solver rule η and C = 10 classes of the study; one "
-                "feature (Lemma 1's Δ = 2K(1+η)/(Nλ) does not depend on the number of features).")
+          notes="δ = 0 (Fig. 1a); N, λ (the untuned default) and the solver rule η of the study. Lemma 1's "
+                "Δ = 2K(1+η)/(Nλ), K = √2 for ‖x‖ ≤ 1, depends on neither the number of features nor the number "
+                "of classes, so the audit uses two features and two classes (4 noise dimensions: the L2-Laplace "
+                "privacy loss concentrates as the dimension grows). Saturation pair: the other N − 1 records "
+                "are x = (0, 1) of class 1 (a bias feature: the fitted margin m ≈ 5.8), the canary x = (±a, b) "
+                "of class 0 with a² + b² = 1 chosen to maximise a·σ(m·b); the canary is misclassified with "
+                "probability ≈ 0.91, so its gradients on D and D′ differ by ≈ 0.83 of 2K, and the other "
+                "records' curvature lies along the bias only.")
 def audit_model_sensitivity(config, epsilon, twin, trials, rng):
     from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
     from dpbench.methods.sensitivity import model_sensitivity_noise
     from dpbench.privacy import sample_l2_laplace
 
     p = _vdm(config)
-    n, lam, C = p["n"], p["lam"], p["C"]
-    (Xd, y), (Xp, _) = _softmax_pair(n, C)
+    n, lam = p["n"], p["lam"]
+    (Xd, y), (Xp, _) = _softmax_saturation_pair(n, lam)
     tol = sensitivity_grad_norm_tol(n, p["error_fraction"])
-    fD = fit_softmax(Xd, y, C, l2=lam, grad_norm_tol=tol)
-    fP = fit_softmax(Xp, y, C, l2=lam, grad_norm_tol=tol)
+    fD = fit_softmax(Xd, y, 2, l2=lam, grad_norm_tol=tol)
+    fP = fit_softmax(Xp, y, 2, l2=lam, grad_norm_tol=tol)
     # the bug twin: replace-one calibrated with the add/remove sensitivity K/(Nλ) (= Lemma 1 at 2N)
     _, beta = model_sensitivity_noise(2 * n if twin == "bug_addremove_sensitivity" else n, lam, epsilon, 0.0,
                                       p["error_fraction"])
@@ -289,10 +363,15 @@ def last_iterate_epsilon(steps: int, q: float, sigma: float, delta: float, point
 @register(name="bolt_on", label="bolt-on PSGD (wu2016 Alg. 2, strongly convex)", study="wu2016",
           twins=("noise_x0.5", "noise_x0.1"),
           notes="ε-DP test (δ = 0) of Fig. 3.2 on a binary dataset: λ, b = 50, 10 passes and m of the study's "
-                "Protein split (the sensitivity 2L/(γ b ⌊m/b⌋) depends on these only); one feature (the "
-                "L2-Laplace calibration does not depend on d). Other records x = 0; canary x = +1 vs −1, y = +1. "
-                "The sampling order is drawn once from a seed shared by both sides (the sensitivity holds for "
-                "every order).")
+                "Protein split (the sensitivity 2L/(γ b ⌊m/b⌋) depends on these only); two features (the "
+                "L2-Laplace calibration does not depend on d). Saturation pair: the other m − 1 records are "
+                "x = (0, 1) with y = −1, which drives the bias weight to ≈ −7.2 (λs = σ(−s)); the canary is "
+                "x = (±a, b), y = +1, with a² + b² = 1 maximising a·σ(7.2·b), so its margin is ≪ 0 on both "
+                "sides, |ℓ′| ≈ 0.95 and its gradients differ by ≈ 0.87 of 2L along the a-coordinate, where no "
+                "other record has curvature (the previous pair, other records 0 and canary ±1 at w ≈ 0, had "
+                "|ℓ′| = 1/2). The sampling order is drawn once from a seed shared by both sides (the "
+                "sensitivity holds for every order); the capped early steps η = 1/β of the schedule keep "
+                "ε_pair ≈ 0.8ε.")
 def audit_bolt_on(config, epsilon, twin, trials, rng):
     from dpbench.learn import psgd_many as many
     from dpbench.privacy.mechanisms import output_noise
@@ -305,10 +384,10 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
     lam = float(w["l2"])
     shared = int(rng.integers(2**62))
     W0, sens = [], None
-    for sign in (1.0, -1.0):
-        X = np.zeros((m, 1))
-        X[-1, 0] = sign
-        Yk = np.ones((m, 1))
+    a, h = _saturated_canary(_push_margin(1.0 / lam))
+    Yk = -np.ones((m, 1))
+    Yk[-1, 0] = 1.0
+    for X in _bias_pair(m, a, h):
         _, info = many.bolt_on_many(X, Yk, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
                                     l2=lam, sc_sensitivity=w["choices"]["sc_sensitivity"])
         W0.append(info["W0"][0])
@@ -319,7 +398,7 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
 
     def side(c):
         return _chunked(trials, lambda k: S.l2_laplace_llr(
-            c[None] + f * output_noise(rng, 1, sens, epsilon, 0.0, size=k)[0], fD, fP, beta))
+            c[None] + f * output_noise(rng, c.size, sens, epsilon, 0.0, size=k)[0], fD, fP, beta))
 
     return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(beta * np.linalg.norm(fD - fP)),
             "noise_scale": sens / epsilon}
@@ -347,9 +426,12 @@ def _logistic_pair(n: int):
 @register(name="output_perturbation_erm", label="output perturbation (wu2016 Alg. 6)", study="wu2016",
           twins=("noise_x0.5", "noise_x0.1"),
           notes="Data-independent OP of Fig. 4.1 (diabetes): R = 1, λ = √(d/(nε)) with the study's n = 614, d = 8, "
-                "thesis sensitivity 4(ρ + λR)/(λn); one feature on the audit pair (Δ does not depend on it). "
-                "The sensitivity bound is ≥ 2× the largest change of the minimiser (tight: 2ρ/(λn)), so no "
-                "test can exceed ≈ ε/2 on any pair.")
+                "thesis sensitivity 4(ρ + λR)/(λn); one feature on the audit pair (Δ does not depend on it), "
+                "other records 0, canary ±1. No pair can exceed ε·G/(4(1 + λR)) ≈ 0.247ε (ε = 1) / 0.260ε "
+                "(ε = 4): the minimisers differ by at most G/(λn), G = 2·max_t √(1 − t²)σ(Rt) = 1.099 the largest "
+                "logistic gradient difference on the ball (the margin is at most R), not 2ρ. This pair (G = 1 in "
+                "one feature) reaches 91 % of that; a two-feature saturation pair reaches 99 % but its second "
+                "noise dimension costs more power than it gains at ε = 1.")
 def audit_output_perturbation_erm(config, epsilon, twin, trials, rng):
     from dpbench.methods.output_perturbation import erm_ball, output_perturbation
 
@@ -370,36 +452,72 @@ def audit_output_perturbation_erm(config, epsilon, twin, trials, rng):
             "eps_pair": float(beta * np.linalg.norm(fD - fP)), "noise_scale": r0.sensitivity / epsilon}
 
 
+def _objp_pair(config: dict, epsilon: float):
+    """The objective-perturbation saturation pair: (Xd, Xp, y, R, Λ). λ = √(d/(nε)) and n of Fig. 4.1, Λ = λ +
+    the extra ridge of CMS11 step 2; R = the largest radius of the study's tuning sets (objective perturbation
+    is run on the ball ‖w‖ ≤ R, whose logistic calibration — ε′, the extra ridge, the noise 2ρ/ε′ with ρ = 1,
+    c = 1/4 — does not depend on R). k records x = (0, 1) with y = −1 push the bias weight to −s with
+    Λs = (k/n)σ(−s): all n − 1 of them unless that would put s beyond 0.9R (then k is cut so the solution stays
+    inside the ball, where the likelihood-ratio statistic is exact); the canary is x = (±a, b), y = +1, with
+    a·σ(s·b) maximal (see :func:`_saturated_canary`)."""
+    from dpbench.methods.objective_perturbation import objective_perturbation_calibration
+    from dpbench.methods.output_perturbation import curvature
+
+    p = _ch4(config, epsilon)
+    n = p["n"]
+    R = float(max(max(r) for r in config["studies"]["wu2016"]["ch4"]["tuning"]["radius_sets"].values()))
+    _, extra = objective_perturbation_calibration(epsilon, n, p["lam"], curvature("logistic"))
+    lam_tot = p["lam"] + extra
+    s_cap = 0.9 * R
+    k = min(n - 1, int(n * lam_tot * s_cap / float(_sigmoid(-s_cap))))
+    a, h = _saturated_canary(_push_margin(k / (n * lam_tot)))
+    Xd, Xp = _bias_pair(n, a, h, pushers=k)
+    y = -np.ones(n)
+    y[-1] = 1.0
+    return Xd, Xp, y, R, lam_tot
+
+
+def _logistic_canary(w, x):
+    """Gradient and Hessian of ℓ(w; x, y = +1) = log(1 + e^{−⟨w, x⟩})."""
+    s = float(_sigmoid(-(x @ w)))
+    return -s * x, s * (1.0 - s) * np.outer(x, x)
+
+
 @register(name="objective_perturbation", label="objective perturbation (CMS11 Alg. 2, wu2016 ch. 4)",
           study="wu2016", post_training_noise=False, twins=("noise_x0.5", "noise_x0.1"),
-          notes="λ = √(d/(nε)) with n = 614, d = 8 (as output perturbation), R = 1; ε′ and the extra ridge "
-                "depend on (ε, n, λ, c) only. One feature, other records 0, canary ±1 with y = +1. Solved once "
-                "per trial; statistic = the exact log-likelihood ratio of the release (noise density ratio of "
-                "b(w) on D vs D′ times the Jacobian ratio, Chaudhuri et al. 2011 proof of Thm 9), exact for "
-                "interior solutions.")
+          notes="λ = √(d/(nε)) with n = 614, d = 8 (as output perturbation); ε′ and the extra ridge depend on "
+                "(ε, n, λ, c) only, and for the logistic loss neither they nor the noise (ρ = 1) depend on the "
+                "radius, so the audit runs on the ball of the study's largest tuning radius R = 2 and in two "
+                "features. Saturation pair: records x = (0, 1) with y = −1 drive the bias weight to ≈ −1.55 "
+                "(ε = 1; −1.8 at ε = 4, capped at 0.9R), the canary x = (±a, b), y = +1 maximises a·σ(s·b): its "
+                "gradients differ by ≈ 1.19 (ε = 1) / 1.24 (ε = 4) instead of 1 at w ≈ 0, of the bound 2. "
+                "Solved once per trial; statistic = the exact log-likelihood ratio of the release (noise "
+                "density ratio of b(w) = −(Σ∇ℓ(w) + nΛw) on D vs D′ times the Jacobian ratio "
+                "det ∇²F_D/det ∇²F_D′, Chaudhuri et al. 2011 proof of Thm 9), exact for interior solutions.")
 def audit_objective_perturbation(config, epsilon, twin, trials, rng):
     from dpbench.methods.objective_perturbation import objective_perturbation
 
     p = _ch4(config, epsilon)
     n = p["n"]
-    (Xd, y), (Xp, _) = _logistic_pair(n)
+    Xd, Xp, y, R, _ = _objp_pair(config, epsilon)
+    others, yo = Xd[:-1], y[:-1]
     f = _factor(twin)
 
-    def b_and_jac(w, x):     # b = −n(∇L(w) + Λw) for the canary (x, y = 1); Jacobian n·∇²F
-        m = float(w[0] * x)
-        s = 1.0 / (1.0 + math.exp(m))             # σ(−m)
-        return x * s - n * lam_tot * w[0], n * lam_tot + x * x * s * (1 - s)
+    def llr(w, lam_tot, beta):
+        so = _sigmoid(-yo * (others @ w))
+        g0 = -(others.T @ (yo * so)) + n * lam_tot * w            # −b(w) without the canary
+        H0 = (others.T * (so * (1.0 - so))) @ others + n * lam_tot * np.eye(w.size)
+        gD, hD = _logistic_canary(w, Xd[-1])
+        gP, hP = _logistic_canary(w, Xp[-1])
+        jac = np.linalg.slogdet(H0 + hD)[1] - np.linalg.slogdet(H0 + hP)[1]
+        return beta * (np.linalg.norm(g0 + gP) - np.linalg.norm(g0 + gD)) + jac
 
     out = {}
     for key, X in (("s_d", Xd), ("s_dp", Xp)):
         vals = np.empty(trials)
         for t in range(trials):
-            r = objective_perturbation("logistic", X, y, p["lam"], p["R"], epsilon, rng, noise_factor=f)
-            lam_tot = r.lam + r.extra_lam
-            beta = 1.0 / r.noise_scale
-            bD, jD = b_and_jac(r.w, 1.0)
-            bP, jP = b_and_jac(r.w, -1.0)
-            vals[t] = beta * (abs(bP) - abs(bD)) + math.log(jD / jP)
+            r = objective_perturbation("logistic", X, y, p["lam"], R, epsilon, rng, noise_factor=f)
+            vals[t] = llr(r.w, r.lam + r.extra_lam, 1.0 / r.noise_scale)
         out[key] = vals
     return {**out, "delta": 0.0, "eps_pair": float("nan"), "noise_scale": r.noise_scale}
 
