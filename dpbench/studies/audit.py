@@ -8,7 +8,6 @@ twin) the twin must be caught (ε̂ > claimed ε) in at least ``caught_rate`` of
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import json
@@ -87,20 +86,14 @@ def prepare_dataset(config: dict) -> dict:
             "seed": config["seed"], "note": "worst-case pairs are built in code per method (dpbench.audit.methods)"}
 
 
-@functools.lru_cache(maxsize=1)
-def code_hash() -> str:
-    import dpbench.audit.core as c
-    import dpbench.audit.methods as m
-    import dpbench.audit.stats as s
-
-    h = hashlib.sha256()
-    for obj in (c, m, s, run_series):
-        h.update(inspect.getsource(obj).encode())
-    return h.hexdigest()[:16]
-
-
 def series_code_hash(series_name: str) -> str:
-    return code_hash()
+    """What computes a series: :func:`dpbench.audit.run_cell` and, transitively, what it imports (the pairs, the
+    statistics, the methods' own implementations; :mod:`dpbench.codehash`), and :func:`run_series` below, which
+    assembles the rows (this module's captions and checks are not part of it)."""
+    from dpbench.codehash import code_hash
+
+    h = hashlib.sha256((code_hash("dpbench.audit.core") + inspect.getsource(run_series)).encode())
+    return h.hexdigest()[:16]
 
 
 def deviations(cfg: dict, name: str) -> list[str]:
