@@ -205,20 +205,29 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: The audit's two claims, checked per (method, claimed ε) and per broken twin (``{...}`` filled by the check).
+AUDIT_SOURCES = "white-box audit: Jagielski et al. 2020; Nasr et al. 2021, 2023"
+CLAIMS = V.claim_table(
+    V.Claim("no-fire", "{figure}", AUDIT_SOURCES,
+            "{label}: no audit fires at claimed ε = {eps:g} (ε̂ ≤ ε in every seed){bug}"),
+    V.Claim("twin-caught", "{figure}", AUDIT_SOURCES,
+            "broken twin {variant} of {label} is caught (ε̂ > {eps:g}) in ≥ {rate:.0%} of seeds"),
+)
+
+
 def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
-    rows = []
+    rows: list[dict] = []
+    add = V.claim_adder(rows, STUDY, CLAIMS)
     for fig_name, df in frames.items():
         s = summary(df)
         for r in s.itertuples():
             eps = r.claimed_epsilon
             if r.variant == "correct":
                 ok = r.fire_rate == 0
-                rows.append({"study": STUDY, "claim": f"{r.series}@ε={eps:g}", "figure": fig_name,
-                             "statement": f"{r.label}: no audit fires at claimed ε = {eps:g} (ε̂ ≤ ε in every seed)"
-                                          + ("" if ok else " — PRIVACY BUG"),
-                             "measured": f"ε̂ max {r.eps_lower_max:.3f} over {r.seeds} seed(s) "
-                                         f"({r.eps_lower_max / eps:.0%} of ε; ε_pair {r.eps_pair:.3f})",
-                             "value": float(r.eps_lower_max), "passed": V.holds() if ok else V.fails("PRIVACY BUG")})
+                add("no-fire", f"ε̂ max {r.eps_lower_max:.3f} over {r.seeds} seed(s) "
+                    f"({r.eps_lower_max / eps:.0%} of ε; ε_pair {r.eps_pair:.3f})", float(r.eps_lower_max),
+                    V.holds() if ok else V.fails("PRIVACY BUG"), instance=f"{r.series}@ε={eps:g}", figure=fig_name,
+                    label=r.label, eps=eps, bug="" if ok else " — PRIVACY BUG")
             else:
                 ok = r.fire_rate >= caught_rate
                 f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
@@ -227,17 +236,13 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                 if f is not None and r.delta == 0 and np.isfinite(r.eps_pair) and r.eps_pair / f <= eps:
                     note = (f"; twin's exact ε on the audited pair {r.eps_pair / f:.3f} ≤ ε: not broken on this pair "
                             "(slack of the method's sensitivity bound), cannot be caught here")
-                rows.append({"study": STUDY, "claim": f"{r.series}@ε={eps:g}/{r.variant}", "figure": fig_name,
-                             "statement": f"broken twin {r.variant} of {r.label} is caught (ε̂ > {eps:g}) in ≥ "
-                                          f"{caught_rate:.0%} of seeds",
-                             "measured": f"caught in {r.fire_rate:.0%} of {r.seeds}; ε̂ median "
-                                         f"{r.eps_lower_median:.3f}{note}",
-                             "value": float(r.fire_rate),
-                             # a twin that is still ε-DP on every reachable pair cannot be caught: undecided
-                             "passed": (V.holds() if ok else V.undecided("twin not broken on the audited pair")
-                                        if note else V.fails("broken twin not caught"))})
-    return pd.DataFrame([V.as_row(r) for r in rows], columns=V.COLUMNS)
-
+                # a twin that is still ε-DP on every reachable pair cannot be caught: undecided
+                add("twin-caught", f"caught in {r.fire_rate:.0%} of {r.seeds}; ε̂ median {r.eps_lower_median:.3f}{note}",
+                    float(r.fire_rate), (V.holds() if ok else V.undecided("twin not broken on the audited pair")
+                                         if note else V.fails("broken twin not caught")),
+                    instance=f"{r.series}@ε={eps:g}/{r.variant}", figure=fig_name, label=r.label, eps=eps,
+                    variant=r.variant, rate=caught_rate)
+    return pd.DataFrame(rows, columns=V.COLUMNS)
 
 
 # -- the study protocol (dpbench.studies.protocol): this module's functions as independent units of work ------------------

@@ -100,8 +100,8 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
     assert set(df["variant"]) == {"correct", "noise_x0.5"} and len(df) == 4
     checks = A.anchor_checks({"fig_audit": df})
     ok = checks.set_index("claim")["passed"]
-    assert ok["ldp_mean@ε=1"] and ok["ldp_mean@ε=4"]          # correct: no PRIVACY BUG
-    assert ok["ldp_mean@ε=1/noise_x0.5"]                      # twin caught
+    assert ok["no-fire/ldp_mean@ε=1"] and ok["no-fire/ldp_mean@ε=4"]   # correct: no PRIVACY BUG
+    assert ok["twin-caught/ldp_mean@ε=1/noise_x0.5"]                  # twin caught
     bad = df.copy()
     bad.loc[bad["variant"] == "correct", "fires"] = True      # an anchor that can fail does fail
     assert "PRIVACY BUG" in " ".join(A.anchor_checks({"fig_audit": bad})["statement"])
