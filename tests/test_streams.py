@@ -33,3 +33,18 @@ def test_a_code_edit_recomputes_a_unit_study_with_identical_values(tiny_config, 
     monkeypatch.setattr(ch3, "code_hash", lambda: "edited")
     after = ch3.train_unit(*args)
     assert before["acc"] == after["acc"] and before["noise_scale"] == after["noise_scale"]
+
+
+def test_a_problem_preparation_edit_recomputes_vdm2020_cells_with_identical_values(tiny_config, monkeypatch):
+    from dpbench.studies import vdm2020
+    from dpbench.studies.vdm2020 import data
+
+    before = run_series(tiny_config, "vdm2020", "fig1a", "loss_perturbation")
+    monkeypatch.setattr(data, "preparation_code_hash", lambda: "edited")
+    vdm2020._problem.cache_clear()
+    try:
+        after = run_series(tiny_config, "vdm2020", "fig1a", "loss_perturbation")
+    finally:
+        vdm2020._problem.cache_clear()
+    assert not set(before["cell_key"]) & set(after["cell_key"])          # re-prepared, cells recomputed
+    np.testing.assert_array_equal(before["value"].to_numpy(), after["value"].to_numpy())

@@ -48,6 +48,7 @@ class Problem:
     X_eval: np.ndarray
     y_eval: np.ndarray
     n_classes: int
+    code: str = ""           # hash of the code that prepared the features (part of every cell key, not of streams)
 
     def __post_init__(self):
         """Cheap structural checks (no pass over the data): shapes agree, sets non-empty, ≥ 2 classes.
@@ -109,7 +110,7 @@ class Cell:
     budget: int | None
     rep: int | None
     version: int = 1
-    code: str = ""                     # hash of the method's module source: editing it reruns its cells
+    code: str = ""                     # the method's code hash (+ the problem preparation's): editing reruns the cells
 
     def _payload(self) -> dict:
         return {"method": self.method, "version": self.version, "problem": self.problem,
@@ -257,7 +258,7 @@ class Method:
             budget=int(budget) if "budget" in dep else None,
             rep=int(rep) if "rep" in dep else None,
             version=self.version,
-            code=self.code_hash(),
+            code=self.code_hash() + (f"+{problem.code}" if problem.code else ""),
         )
 
     def group_key(self, cell: Cell) -> Any:

@@ -13,9 +13,10 @@ import numpy as np
 
 from dpbench.methods import Problem
 from dpbench.store import content_key
-from dpbench.studies.vdm2020.spec import STUDY
 
 log = logging.getLogger(__name__)
+
+STUDY = "vdm2020"  # the config key; this module imports no figure declarations (its code hash is its closure)
 
 # ---------------------------------------------------------------------------------------------------
 # data
@@ -89,9 +90,11 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
         if not source_prep:
             transform["pca_fit"] = ["public-split-v1", pca_public_fraction]
     where = {k: d[k] for k in ("source", "substitute_seed")}
-    folder = _prepared_path(results_cache, content_key({"prepared": [content, where, transform]}))
+    code = preparation_code_hash()  # an edit of the preparation re-prepares and recomputes the cells (same streams)
+    folder = _prepared_path(results_cache, content_key({"prepared": [content, where, transform], "code": code}))
     if (got := read_entry(folder, mmap={"X_train"}, what="prepared problem")) is not None:  # prepared before
-        return Problem(key=got.meta["key"], variant=got.meta["variant"], n_classes=got.meta["n_classes"], **got.arrays)
+        return Problem(key=got.meta["key"], variant=got.meta["variant"], n_classes=got.meta["n_classes"], code=code,
+                       **got.arrays)
 
     ds = load_dataset(d["dataset"], cache_dir=d["cache_dir"], mirror=d["mirror"], source=d["source"],
                       seed=d["substitute_seed"], n_train=d["n_train"], n_test=d["n_test"])
@@ -156,7 +159,16 @@ def _problem(data_json: str, split: str, validation_fraction: float, bias: str, 
         clear_cache()  # do not keep the float32 source of a large training set alive next to its memmap
     meta, a = entry.meta, entry.arrays
     log.info("prepared problem %s (%d x %d), memory-mapped from %s", key[:12], *a["X_train"].shape, folder)
-    return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], **a)
+    return Problem(key=meta["key"], variant=meta["variant"], n_classes=meta["n_classes"], code=code, **a)
+
+
+def preparation_code_hash() -> str:
+    """The import closure of this module (:mod:`dpbench.codehash`): loaders, transforms, the substitute generator.
+    It keys the prepared-problem cache and joins every cell's code hash (:attr:`dpbench.methods.Problem.code`);
+    the problem's content key, which seeds the random streams, does not include it."""
+    from dpbench.codehash import code_hash
+
+    return code_hash(__name__)
 
 
 def resolved_source(config: dict) -> str:

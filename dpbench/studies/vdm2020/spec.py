@@ -5,8 +5,8 @@ from __future__ import annotations
 from dpbench.config import ConfigError
 from dpbench.methods import REGISTRY
 from dpbench.studies.base import FigureSpec, Point, lookup_figure
+from dpbench.studies.vdm2020.data import STUDY
 
-STUDY = "vdm2020"
 DELTA0_METHODS = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate",
                   "non_private")
 ALL_METHODS = DELTA0_METHODS[:-1] + ("dpsgd", "non_private")
