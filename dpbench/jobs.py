@@ -4,7 +4,7 @@ The rules are ``shell:`` rules that run this module (:func:`dpbench.workflow.job
 ``run:`` blocks: Snakemake executes a ``run:`` block in a new Snakemake process that parses the Snakefile and
 builds the DAG again (about 3–5 CPU-seconds per job before any work), whereas this command imports only what the
 job needs. ``CONFIG_JSON`` is the configuration the main Snakemake process validated and wrote once
-(:func:`dpbench.workflow.write_job_config`), so a job reads exactly the config the run was checked with.
+(:func:`dpbench.workflow.job_config`), so a job reads exactly the config the run was checked with.
 
 Each KIND takes fixed positional arguments (as in :data:`KINDS`), then, for the kinds that read files, the input
 paths. Every job writes its outputs atomically and copies the ``dpbench`` log into its log file.
@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> None:
     from dpbench.studies.extensions import activate
 
     activate(config)  # the config's plugin methods and user datasets, registered in this process too
-
     getattr(workflow, function)(config, **kwargs)
 
 

@@ -113,13 +113,6 @@ def row(study: str, claim: str, figure: str, statement: str, measured: str, valu
             "value": val, "verdict": v.status, "reason": v.reason, "passed": v.holds}
 
 
-def adder(rows: list, study: str):
-    """``add(claim, figure, statement, measured, value, passed)`` appending :func:`row` to ``rows``."""
-    def add(claim, figure, statement, measured, value, passed):
-        rows.append(row(study, claim, figure, statement, measured, value, passed))
-    return add
-
-
 @dataclass(frozen=True)
 class Claim:
     """A source's claim, as data: its ``id``, the ``figure`` it is checked on, the ``section`` of the source that
@@ -150,11 +143,6 @@ def claim_adder(rows: list, study: str, claims: dict[str, Claim]):
         rows.append(row(study, rid, c.figure.format(**fields), c.statement.format(**fields), measured, value,
                         passed))
     return add
-
-
-def as_row(d: dict) -> dict:
-    """A row built elsewhere as a dict with ``passed`` (bool or Verdict) and ``value``: normalised by :func:`row`."""
-    return row(d["study"], d["claim"], d["figure"], d["statement"], d["measured"], d["value"], d["passed"])
 
 
 # -- decision helpers ---------------------------------------------------------------------------------------

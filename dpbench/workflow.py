@@ -199,19 +199,15 @@ def job_config(raw: dict, config: dict, main_process: bool = True) -> str:
     main process and in a cluster job's process, which parses the Snakefile again). The main process writes it
     (atomically; the same content for the same config and code); a job's process only if it is missing (e.g. a
     cluster folder the main process cannot see), with its own copy of the config."""
-    import hashlib
-
     from dpbench.config import ConfigError
-    from dpbench.store import atomic_write_bytes
+    from dpbench.store import atomic_write_bytes, content_key
 
-    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = Path(config["results_dir"]) / ".jobs" / f"config-{digest}.json"
+    path = Path(config["results_dir"]) / ".jobs" / f"config-{content_key(raw)[:16]}.json"
     text = json.dumps(config, indent=1)
     if json.loads(text) != config:
         raise ConfigError("invalid config: it must be representable as JSON (string keys, lists, numbers, strings), "
                           "because the jobs read it from a JSON file")
-    if (main_process and (not path.exists() or path.read_text() != text)) or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or (main_process and path.read_text() != text):
         atomic_write_bytes(path, text.encode())
     return str(path)
 

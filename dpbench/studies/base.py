@@ -67,3 +67,17 @@ def preprocessing_note(df, labels: dict | None = None) -> list[str]:
         out.append(f"Preprocessing ({(labels or {}).get(ds, ds)}): {'; '.join(sorted(g['preprocessing'].unique()))}"
                    + (" — the ε does not cover it." if dep else " (data-independent: covered by the ε)."))
     return out
+
+
+def html_table(t, title: str, font_size: int = 13, index_label: str | None = None) -> str:
+    """A titled HTML table of a DataFrame for a study's report page (every cell escaped); ``index_label``: show
+    the index as a first column under that heading."""
+    import html
+
+    first = f"<th>{html.escape(index_label)}</th>" if index_label is not None else ""
+    head = first + "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
+    body = "".join("<tr>" + (f"<th>{html.escape(str(i))}</th>" if index_label is not None else "")
+                   + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                   for i, row in zip(t.index, t.values))
+    return (f"<h4>{html.escape(title)}</h4><table border='1' cellpadding='4' style='border-collapse:collapse;"
+            f"font-family:sans-serif;font-size:{font_size}px'><tr>{head}</tr>{body}</table>")

@@ -3,13 +3,13 @@ study's report tables (docs/studies/estimation.md#anchor-checks)."""
 
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
 import pandas as pd
 
 from dpbench import verdicts as V
+from dpbench.studies.base import html_table
 from dpbench.studies.estimation.compute import LABELS, STUDY
 from dpbench.studies.estimation.spec import FIGURES
 from dpbench.studies.estimation.summaries import (THEORY_SLOPE, laplace_gaussian_ratios, privacy_summary,
@@ -17,13 +17,6 @@ from dpbench.studies.estimation.summaries import (THEORY_SLOPE, laplace_gaussian
 
 SLOPE_TOL = {"mean_vs_d": 0.1, "cov_vs_d": 0.15, "ldp_vs_n": 0.1}
 Z = 4.0  # standard errors allowed in the ratio checks
-
-
-def _html_table(t: pd.DataFrame, title: str) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in t.values)
-    return (f"<h4>{html.escape(title)}</h4><table border='1' cellpadding='4' style='border-collapse:collapse;"
-            f"font-family:sans-serif;font-size:13px'><tr>{head}</tr>{body}</table>")
 
 
 
@@ -38,12 +31,12 @@ def report_html(config: dict, frames: dict) -> str:
             continue
         t = t.assign(series=t["series"].map(LABELS), measured=t["measured"].map("{:.3f}".format),
                      closed_form=t["closed_form"].map(lambda v: f"{v:.3f}" if np.isfinite(v) else ""))
-        parts.append(_html_table(t.rename(columns={"closed_form": "closed form on grid"}),
+        parts.append(html_table(t.rename(columns={"closed_form": "closed form on grid"}),
                                  f"{name}: log-log slopes (privacy term; floor: total error)"))
     if "mean_vs_d" in frames:
         df = frames["mean_vs_d"]
         for g, j, th in laplace_gaussian_ratios(df):
-            parts.append(_html_table(pd.DataFrame({
+            parts.append(html_table(pd.DataFrame({
                 "d": j["x"].astype(int), "RMS Laplace / RMS Gaussian": j["ratio"].map("{:.3f}".format),
                 "theory √(2d)·Δ₂/(σε)": [f"{v:.3f}" for v in th],
                 "measured / theory": (j["ratio"] / th).map("{:.3f}".format)}),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 
@@ -10,14 +11,11 @@ import numpy as np
 import pandas as pd
 
 from dpbench import verdicts as V
+from dpbench.studies.base import html_table as _base_table
 from dpbench.studies.membership.spec import STUDY
 from dpbench.studies.membership.summaries import audit_table, generalisation_table, pooled
 
-def _html_table(t: pd.DataFrame, title: str) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in t.values)
-    return (f"<h4>{html.escape(title)}</h4><table border='1' cellpadding='4' style='border-collapse:collapse;"
-            f"font-family:sans-serif;font-size:12px'><tr>{head}</tr>{body}</table>")
+_table = functools.partial(_base_table, font_size=12)  # this page's tables: a smaller font
 
 
 def report_lead_html(config: dict, frames: dict) -> str:
@@ -46,7 +44,7 @@ def report_html(config: dict, frames: dict) -> str:
     alpha = 1 - float(cfg["ci_level"])
     parts = []
     if "table_generalisation" in frames:
-        parts.append(_html_table(generalisation_table(frames["table_generalisation"], alpha,
+        parts.append(_table(generalisation_table(frames["table_generalisation"], alpha,
                                                       cfg.get("ci_method", "design_effect")),
                                  "Privacy vs generalisation (in the style of the slide 'Privacy and "
                                  "Generalization', Mondal 2024)"))
@@ -60,14 +58,14 @@ def report_html(config: dict, frames: dict) -> str:
                      f"<span style='color:{'darkred' if len(bugs) else 'green'}'>{len(bugs)} PRIVACY BUG(S)"
                      "</span></h4>")
         show = (bugs if len(bugs) else worst.nlargest(min(10, len(worst)), "margin_eps"))
-        parts.append(_html_table(show.reindex(columns=["dataset", "method", "epsilon", "attack", "ci_method",
+        parts.append(_table(show.reindex(columns=["dataset", "method", "epsilon", "attack", "ci_method",
                                                        "accuracy_lo", "bound_accuracy", "eps_lower", "epsilon_game",
                                                        "deff_accuracy", "eps_deff_tpr", "eps_deff_fpr",
                                                        "bug"]).round(4),
                                  "Flagged combinations" if len(bugs) else "Closest to the bound (none exceeds it)"))
         can = a[a["attack"] == "canary"]
         if len(can):
-            parts.append(_html_table(
+            parts.append(_table(
                 can[["dataset", "method", "epsilon", "epsilon_game", "delta_game", "trials", "canary_tp", "canary_n_pos",
                      "canary_fp", "canary_n_neg", "eps_point", "eps_lower", "bug"]].round(4),
                 "Canary audit (worst-case replace-one pair: canary x with ‖x‖ = 1 in the least-spanned direction, "
@@ -76,7 +74,7 @@ def report_html(config: dict, frames: dict) -> str:
         summ = (a.loc[a.groupby(["dataset", "method", "epsilon"])["accuracy"].idxmax()]
                 [["dataset", "method", "epsilon", "attack", "accuracy", "accuracy_lo", "accuracy_hi", "bound_accuracy",
                   "eps_point", "eps_lower", "deff_accuracy", "deff_tpr", "deff_fpr"]].round(4))
-        parts.append(_html_table(summ, "Strongest attack per (dataset, method, ε), pooled over repetitions (interval "
+        parts.append(_table(summ, "Strongest attack per (dataset, method, ε), pooled over repetitions (interval "
                                        "bounds at the family-wise level; deff = estimated design effect of the pooled "
                                        "correct decisions / TPR / FPR, between-model over binomial variance, ≥ 1)"))
         if len(a) and a["deff_accuracy"].notna().any():

@@ -19,7 +19,8 @@ from dpbench.studies.membership.training import (ROC_GRID, STUDY, _eps_key, _tra
 
 
 def attack_code_hash() -> str:
-    """This module and what it imports, transitively (:mod:`dpbench.codehash`)."""
+    """This module and what it imports, transitively (:mod:`dpbench.codehash`): the attacks, the metrics, the
+    canary audit and the training code; the code hash of attack cells and canary records alike."""
     from dpbench.codehash import code_hash
 
     return code_hash(__name__)
@@ -100,17 +101,12 @@ def cell(config: dict, dataset: str, method: str, epsilon: float, rep: int) -> d
 # ---------------------------------------------------------------------------------------------------------
 
 
-def canary_code_hash() -> str:
-    """The canary audit's code: the same closure as the attack cells' (it includes dpbench.attacks.canary)."""
-    return attack_code_hash()
-
-
 def canary_payload(config: dict, dataset: str, method: str, epsilon: float) -> dict:
     cfg = config["studies"][STUDY]
     return {"kind": "membership-canary", "data": dataset_payload(config, dataset), "method": method,
             "settings": _training_settings(cfg, method), "epsilon": _eps_key(epsilon),
             "trials": int(cfg["canary_audit"]["trials"]), "ci_level": cfg["ci_level"],
-            "noise_factor": float(cfg["fault_injection"]["noise_factor"]), "code": canary_code_hash()}
+            "noise_factor": float(cfg["fault_injection"]["noise_factor"]), "code": attack_code_hash()}  # this module's closure includes attacks.canary
 
 
 def compute_canary(config: dict, dataset: str, method: str, epsilon: float) -> dict:

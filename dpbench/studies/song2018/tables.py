@@ -3,12 +3,12 @@ strings, Markdown (caption files) and HTML (report); shared by the plots and the
 
 from __future__ import annotations
 
-import html
 import math
 
 import pandas as pd
 
 from dpbench.data import markov
+from dpbench.studies.base import html_table as base_html_table
 from dpbench.studies.song2018.ch7_compute import LABELS, RUNTIME_COLUMNS
 from dpbench.studies.song2018.spec import figure
 
@@ -91,8 +91,5 @@ def markdown_table(t: pd.DataFrame) -> str:
 
 
 def html_table(t: pd.DataFrame, title: str) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
-    body = "".join("<tr><th>" + html.escape(str(i)) + "</th>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
-                   + "</tr>" for i, row in zip(t.index, t.values))
-    return (f"<h4>{html.escape(title)}</h4><table border='1' cellpadding='4' style='border-collapse:collapse;"
-            f"font-family:sans-serif;font-size:13px'><tr><th>Algorithm</th>{head}</tr>{body}</table>")
+    """A thesis/run table with the algorithms (the index) as its first column."""
+    return base_html_table(t, title, index_label="Algorithm")

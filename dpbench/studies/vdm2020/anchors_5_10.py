@@ -7,9 +7,12 @@ import math
 import numpy as np
 
 from dpbench import verdicts as V
-from dpbench.studies.vdm2020.checks import (CHANCE_MARGIN, PRIVATE, PRIVATE_MLP, _BEYOND, _adder, _chance, _crossing,
+from dpbench.studies.vdm2020.checks import (CHANCE_MARGIN, PRIVATE, PRIVATE_MLP, _BEYOND, _chance, _crossing,
                                             _est, _first, _fmt, _hump, _hump_verdict, _means, _minus, _stats,
                                             _too_few)
+from dpbench.studies.vdm2020.claims import CLAIMS
+from dpbench.studies.vdm2020.data import STUDY
+
 
 def _informative(m, chance):
     return m.max(axis=1) >= chance + CHANCE_MARGIN
@@ -57,7 +60,7 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
 
     rows = []
 
-    add = _adder(rows)
+    add = V.claim_adder(rows, STUDY, CLAIMS)  # three-valued verdicts (dpbench.verdicts)
 
     if "fig3" in frames:
         df = frames["fig3"]
@@ -71,7 +74,9 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             gains = (low.iloc[-1] - low.iloc[0]).drop("prediction_sensitivity", errors="ignore")
             gse = pd.Series({c: math.hypot(_est(st, x1, c).se, _est(st, x0, c).se) for c in gains.index})
             add("claim5a", f"accuracy gain from δ={x0:g} to δ={x1:g} (prediction sensitivity "
-                f"excluded: claim 5b): " + ", ".join(f"{c}: {g:.3f} ± {gse[c]:.2g}" for c, g in gains.items()), gains.get("subsample_aggregate", np.nan), _first(tf, V.is_best("subsample_aggregate", gains, gse)), x1=x1, beyond=_BEYOND)
+                f"excluded: claim 5b): " + ", ".join(f"{c}: {g:.3f} ± {gse[c]:.2g}" for c, g in gains.items()),
+                gains.get("subsample_aggregate", np.nan),
+                _first(tf, V.is_best("subsample_aggregate", gains, gse)), x1=x1, beyond=_BEYOND)
         if "prediction_sensitivity" in m:
             n_train = float(df["n_train"].max())
             usual = m[m.index <= 1.0 / n_train]
@@ -89,7 +94,9 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 add("claim5b", f"at every δ ≤ 1/N = {1 / n_train:.1e}: PS ≤ {ps.max():.3f} vs best other "
                     f"≥ {best.min():.3f}; PS first beats chance + {CHANCE_MARGIN:g} at δ = "
                     + (f"{ok_delta.min():g}" if len(ok_delta) else "never")
-                    + f"; near chance: {V.all_of(near_chance).status}, below half the best: {V.all_of(half).status}", ps.max(), _first(tf_u, V.any_of([V.all_of(near_chance), V.all_of(half)])), chance_margin=CHANCE_MARGIN, beyond=_BEYOND)
+                    + f"; near chance: {V.all_of(near_chance).status}, below half the best: {V.all_of(half).status}",
+                    ps.max(), _first(tf_u, V.any_of([V.all_of(near_chance), V.all_of(half)])),
+                    chance_margin=CHANCE_MARGIN, beyond=_BEYOND)
         if len(low) >= 2:
             parts, losses, per = [], [], []
             for meth in ("loss_perturbation", "dpsgd", "model_sensitivity"):
@@ -100,7 +107,9 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                     per.append(v)
                     parts.append(f"{meth}: {low[meth].iloc[0]:.3f} at δ={low.index[0]:g} "
                                  f"({-loss.mean:+.3f} ± {loss.se:.2g}; {v.status})")
-            add("claim5c", "; ".join(parts), max(losses) if losses else float("nan"), _first(tf, V.all_of(per)) if parts else V.undecided(V.EMPTY + " (no such series)"), v0=low.index[-1], beyond=_BEYOND)
+            add("claim5c", "; ".join(parts), max(losses) if losses else float("nan"),
+                _first(tf, V.all_of(per)) if parts else V.undecided(V.EMPTY + " (no such series)"),
+                v0=low.index[-1], beyond=_BEYOND)
     if "fig4" in frames:
         m, se = _means(frames["fig4"])
         tf = _too_few(frames["fig4"])
@@ -113,11 +122,15 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                          V.undecided(f"{V.TOO_FEW} ({len(mi)} of {len(m)} N above chance)"))
         if len(mi) >= 2:
             lo, hi = mi.index.min(), mi.index.max()
-            add("claim6a", f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})", mi.loc[lo].get("subsample_aggregate", np.nan), _first(tf, V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo])))
+            add("claim6a",
+                f"best at the smallest informative N={lo:g}: {mi.loc[lo].idxmax()} ({mi.loc[lo].max():.3f})",
+                mi.loc[lo].get("subsample_aggregate", np.nan),
+                _first(tf, V.is_best("subsample_aggregate", mi.loc[lo], se.loc[lo])))
             add("claim6b", f"best at N={hi:g}: {mi.loc[hi].idxmax()} ({mi.loc[hi].max():.3f}); ranking "
-                + " > ".join(mi.loc[hi].sort_values(ascending=False).index), mi.loc[hi].max(), _first(tf, V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
-                                                       for k in ("loss_perturbation", "model_sensitivity") if k in mi],
-                                                      "no such series")))
+                + " > ".join(mi.loc[hi].sort_values(ascending=False).index), mi.loc[hi].max(),
+                _first(tf, V.any_of([V.is_best(k, mi.loc[hi], se.loc[hi])
+                for k in ("loss_perturbation", "model_sensitivity") if k in mi],
+                "no such series")))
     if "fig5a" in frames:
         df = frames["fig5a"]
         st = _stats(df)
@@ -150,8 +163,11 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             # a constant curve has no Spearman ρ (NaN): that method is undecided, never "falling"
             per[c] = V.undecided(V.NAN) if not np.isfinite(rhos[c]) else V.all_of([V.exceeds(d, 0.0), rhos[c] < 0])
         add("claim8a", ("Spearman ρ(C, accuracy): " + ", ".join(f"{c}: {r:+.2f}" for c, r in rhos.items())
-             + "; accuracy(C min) − accuracy(C max): " + ", ".join(f"{c}: {V.pm(d, '+.3f')}" for c, d in drops.items()))
-            if rhos else "fewer than 3 values of C per method", sum(v.holds for v in per.values()) / max(1, len(per)), _first(tf, V.all_of(per.values())) if rhos else V.undecided(f"{V.TOO_FEW} (fewer than 3 values of C)"), beyond=_BEYOND)
+            + "; accuracy(C min) − accuracy(C max): " + ", ".join(f"{c}: {V.pm(d, '+.3f')}" for c, d in drops.items()))
+            if rhos else "fewer than 3 values of C per method",
+            sum(v.holds for v in per.values()) / max(1, len(per)),
+            _first(tf, V.all_of(per.values())) if rhos else V.undecided(f"{V.TOO_FEW} (fewer than 3 values of C)"),
+            beyond=_BEYOND)
         priv = m.drop(columns="non_private", errors="ignore")
         chance_c = 1.0 / priv.index.to_numpy(float)
         informative = priv.max(axis=1).to_numpy() >= chance_c + CHANCE_MARGIN
@@ -162,8 +178,10 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             tau = float(np.nanmean(taus))
             lo, hi = _concordance(pi, st[1][pi.columns].loc[pi.index])
             v = V.holds() if lo >= 0.5 else V.fails() if hi < 0.5 else V.undecided(V.WIDE)
-            add("claim8b", f"mean Kendall τ between each C's ranking and the overall ranking of the means: {tau:.2f} over "
-                f"{len(pi)} informative C; concordance of the decided orders between {lo:.2f} and {hi:.2f}", tau, _first(tf, v), v0=V.Z)
+            add("claim8b",
+                f"mean Kendall τ between each C's ranking and the overall ranking of the means: {tau:.2f} over "
+                f"{len(pi)} informative C; concordance of the decided orders between {lo:.2f} and {hi:.2f}",
+                tau, _first(tf, v), v0=V.Z)
     if "fig6a" in frames:
         df = frames["fig6a"]
         lp = df[df["series"] == "loss_perturbation"]
@@ -183,9 +201,11 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             disjoint = any(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
             same = all(len(a) == 1 for a in sets) and len(set.union(*sets)) == 1
             v9b = V.holds() if disjoint else V.fails() if same else V.undecided(V.WIDE)
-            add("claim9b", "best λ per curve: " + ", ".join(f"{c}: {a:g}" for c, a in sorted(args.items(), key=lambda t: t[0]))
+            add("claim9b",
+                "best λ per curve: " + ", ".join(f"{c}: {a:g}" for c, a in sorted(args.items(), key=lambda t: t[0]))
                 + "; λ within 2 s.e. of the best: " + ", ".join(
-                    f"{c}: {{{', '.join(f'{x:g}' for x in sorted(o))}}}" for c, o in sorted(optimal.items())), float(len(set(args.values()))), _first(tf, v9b), v0=V.Z)
+                f"{c}: {{{', '.join(f'{x:g}' for x in sorted(o))}}}" for c, o in sorted(optimal.items())),
+                float(len(set(args.values()))), _first(tf, v9b), v0=V.Z)
     if "fig6b" in frames:
         g = frames["fig6b"]
         sub = g[g["series"] == "subsample_aggregate"]
@@ -205,10 +225,11 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 v10a = V.undecided(f"{V.TOO_FEW}: the grid stops at B = {m.index.max():g} < 20")
             else:
                 v10a = _first(_too_few(df, PRIVATE_MLP), V.all_of(per.values()))
-            add("claim10a", (f"DP-SGD ≥ subsagg (means) from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
+            add("claim10a",
+                (f"DP-SGD ≥ subsagg (means) from B ≈ {b:.1f}" if np.isfinite(b) else "DP-SGD never reaches subsagg")
                 + f" (DP-SGD − subsagg: {_fmt((m['dpsgd_mlp'] - m['subsample_aggregate_mlp']).round(3))}); "
                 "DP-SGD better beyond 2 s.e. at B ≥ 20: " + (", ".join(f"{x:g}: {v.status}" for x, v in per.items())
-                                                            or "no such B"), b, v10a, beyond=_BEYOND)
+                or "no such B"), b, v10a, beyond=_BEYOND)
     if "fig7a" in frames:
         df = frames["fig7a"]
         m, se = _means(df, PRIVATE_MLP)
@@ -226,8 +247,10 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
                 before = cmp[cmp.index < sa_wins.idxmax()]
                 v10b = (V.fails() if (after < 0).any() else
                         V.undecided(V.WIDE) if (after == 0).any() or not (before < 0).any() else V.holds())
-            add("claim10b", "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
-                + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}", float(sa_wins.mean()), _first(tf, v10b))
+            add("claim10b",
+                "subsagg better (beyond 2 s.e.) at ε ∈ {" + ", ".join(f"{x:g}" for x in sa_wins.index[sa_wins])
+                + "}; DP-SGD better at ε ∈ {" + ", ".join(f"{x:g}" for x in cmp.index[cmp < 0]) + "}",
+                float(sa_wins.mean()), _first(tf, v10b))
         npr = df[df["series"] == "non_private_mlp"]
         # the non-private model does not depend on ε: one estimate over the repetitions (per repetition, the mean
         # over the ε at which it is written)
@@ -239,8 +262,10 @@ def _anchor_checks_5_10(frames: dict) -> list[dict]:
             st = _stats(df, PRIVATE_MLP)
             below = {s: V.exceeds(V.Est(0.7 * ref.mean, 0.7 * ref.se, ref.n), _est(st, 5.0, s))
                      for s in PRIVATE_MLP if s in m and np.isfinite(m.loc[5.0, s])}
-            add("claim10c", f"non-private {V.pm(ref, '.3f')}, best private at ε=5 {best:.3f}: {gap:.3f} absolute, {gap / ref.mean:.0%} "
-                "relative; below 70 % of non-private: " + ", ".join(f"{s}: {v.status}" for s, v in below.items()), gap / ref.mean, V.all_of(below.values(), "no private method at ε = 5"), beyond=_BEYOND)
+            add("claim10c",
+                f"non-private {V.pm(ref, '.3f')}, best private at ε=5 {best:.3f}: {gap:.3f} absolute, {gap / ref.mean:.0%} "
+                "relative; below 70 % of non-private: " + ", ".join(f"{s}: {v.status}" for s, v in below.items()),
+                gap / ref.mean, V.all_of(below.values(), "no private method at ε = 5"), beyond=_BEYOND)
     return rows
 
 

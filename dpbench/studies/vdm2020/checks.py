@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from dpbench import verdicts as V
-from dpbench.studies.vdm2020.spec import STUDY
 
 PRIVATE = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "dpsgd")
 PAPER_CROSSOVER_B = 80.0
@@ -125,14 +124,4 @@ def crossover_budget(df) -> float:
             return float(np.exp(xs[i - 1] + (xs[i] - xs[i - 1]) * ys[i - 1] / (ys[i - 1] - ys[i])))
     return float("nan")
 
-
-
-
-def _adder(rows: list):
-    """``add(claim, measured, value, passed, **fields)`` appends one anchor-check row of claim ``claim``
-    (:data:`dpbench.studies.vdm2020.claims.CLAIMS`: its figure and statement) to ``rows`` (``passed``: bool, None
-    or a three-valued :class:`dpbench.verdicts.Verdict`)."""
-    from dpbench.studies.vdm2020.claims import CLAIMS
-
-    return V.claim_adder(rows, STUDY, CLAIMS)
 
