@@ -114,8 +114,10 @@ def _present(times: np.ndarray, T: int) -> np.ndarray:
     return times[:, None, :] <= np.arange(1, T + 1)[None, :, None]
 
 
-def _sequences(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: int, D: int, k: int) -> dict:
-    """Statistic sequences (B, T[, bins]) of every graph in the batch (node 0 included)."""
+def _sequences(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: int, D: int, k: int,
+               triangles: bool = True) -> dict:
+    """Statistic sequences (B, T[, bins]) of every graph in the batch (node 0 included); ``triangles`` False
+    skips the triangle counts (cubic in the nodes) and reports them as 0."""
     pres = _present(times, T)                                   # (B, T, n)
     live = adj[:, None, :, :] & pres[:, :, :, None] & pres[:, :, None, :]   # (B, T, n, n) edges of G_t
     out = live.sum(axis=3)
@@ -125,7 +127,8 @@ def _sequences(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: 
     hist = ((deg[..., None] == bins) & pres[..., None]).sum(axis=2)   # (B, T, D); degree 0 is not counted
     res = {}
     n = adj.shape[1]
-    trip = np.array(list(itertools.permutations(range(n), 3))) if n >= 3 else np.zeros((0, 3), int)
+    trip = (np.array(list(itertools.permutations(range(n), 3))) if n >= 3 and triangles
+            else np.zeros((0, 3), int))
     if directed:
         res["high_out_degree"] = (out >= tau).sum(axis=2)
         res["out_histogram"] = hist
@@ -160,18 +163,19 @@ def _comb(x: np.ndarray, k: int) -> np.ndarray:
     return out // factorial(k)
 
 
-def measure(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: int, D: int, k: int = 2) -> dict:
+def measure(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: int, D: int, k: int = 2,
+            triangles: bool = True) -> dict:
     """Per graph of the batch and statistic: the L1 distance between the difference sequences of G (with node 0)
     and G' (node 0 and its edges removed) over releases 1..T, and the largest single-release change
     ``max_t |f(G_t) − f(G'_t)|``. ``adj`` (B, n, n) bool, ``times`` (B, n) ints in 1..T. Returns
-    ``{stat: (diff_l1 (B,), single (B,))}``."""
-    with_v = _sequences(adj, times, T, directed, tau, D, k)
+    ``{stat: (diff_l1 (B,), single (B,))}``; ``triangles`` False: triangle counts not measured (0)."""
+    with_v = _sequences(adj, times, T, directed, tau, D, k, triangles)
     adj2 = adj.copy()
     adj2[:, 0, :] = False
     adj2[:, :, 0] = False
     t2 = times.copy()
     t2[:, 0] = T + 1                                           # node 0 never enters
-    without = _sequences(adj2, t2, T, directed, tau, D, k)
+    without = _sequences(adj2, t2, T, directed, tau, D, k, triangles)
     res = {}
     for s, f in with_v.items():
         g = without[s]

@@ -1,24 +1,27 @@
 """song2018 — the study's anchor checks and report tables: the claims of both parts, as data
 (:data:`CLAIMS`: chapter 7 in :mod:`~dpbench.studies.song2018.ch7_anchors`, chapters 3-4 in
-:mod:`~dpbench.studies.song2018.ch34_anchors`), checked on the results (docs/studies/song2018.md#anchor-checks)."""
+:mod:`~dpbench.studies.song2018.ch34_anchors`, chapter 6 in :mod:`~dpbench.studies.song2018.ch6_anchors`),
+checked on the results (docs/studies/song2018.md#anchor-checks)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from dpbench import verdicts as V
-from dpbench.studies.song2018 import ch7_anchors, ch34_anchors
+from dpbench.studies.song2018 import ch6_anchors, ch7_anchors, ch34_anchors
 from dpbench.studies.song2018.ch7_compute import LABELS
 from dpbench.studies.song2018.spec import figure
 from dpbench.studies.song2018.tables import html_table, table_frame, thesis_frame
 
 #: every claim of the study, by id (a duplicated id is a ValueError)
-CLAIMS = V.claim_table(*ch7_anchors.CLAIMS.values(), *ch34_anchors.CLAIMS.values())
+CLAIMS = V.claim_table(*ch7_anchors.CLAIMS.values(), *ch34_anchors.CLAIMS.values(),
+                       *ch6_anchors.CLAIMS.values())
 
 
 def anchor_checks(frames: dict) -> pd.DataFrame:
-    """The worked examples of chapter 7, the chapter-7 claims, then the chapter-3/4 claims."""
-    return pd.DataFrame(ch7_anchors.anchor_rows(frames) + ch34_anchors.anchor_rows(frames))
+    """The worked examples of chapter 7, the chapter-7 claims, the chapter-3/4 claims, then chapter 6's."""
+    return pd.DataFrame(ch7_anchors.anchor_rows(frames) + ch34_anchors.anchor_rows(frames)
+                        + ch6_anchors.anchor_rows(frames))
 
 
 def report_html(config: dict, frames: dict) -> str:

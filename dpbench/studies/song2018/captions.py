@@ -1,11 +1,13 @@
 """song2018 — caption notes (every choice the thesis leaves open, every deviation; collected in
-docs/studies/song2018.md) and the caption text, for chapter 7 and chapters 3-4."""
+docs/studies/song2018.md) and the caption text, for chapter 7 and chapters 3-4 (chapter 6:
+:mod:`~dpbench.studies.song2018.ch6_captions`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from dpbench.studies.base import left_out_note, preprocessing_note
+from dpbench.studies.song2018 import ch6_captions
 from dpbench.studies.song2018 import ch34_compute as ch34
 from dpbench.studies.song2018.ch7_compute import LABELS, STUDY
 from dpbench.studies.song2018.spec import DATASET_LABELS, figure
@@ -42,6 +44,8 @@ REAL_DATA_NOTES = [
 def deviations(cfg: dict, name: str) -> list[str]:
     if name in ch34.FIGURES:
         return _ch34_deviations(cfg, name)
+    if name in ch6_captions.FIGURES:
+        return ch6_captions.deviations(cfg, name)
     fc = cfg["figures"][name]
     out: list[str] = []
     if name == "fig7_4":
@@ -112,6 +116,8 @@ def deviations(cfg: dict, name: str) -> list[str]:
 def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     if name in ch34.FIGURES:                   # the same caption as the figure file (preprocessing per dataset)
         return _ch34_caption_text(config, name, df)
+    if name in ch6_captions.FIGURES:
+        return ch6_captions.caption_text(config, name, df)
     spec = figure(name)
     variants = sorted(df["dataset_variant"].unique())
     lines = [spec.caption, f"Data: {', '.join(variants)}."]

@@ -1,4 +1,5 @@
-"""song2018 — the figures and table images, drawn from result rows only (chapter 7, then chapters 3-4)."""
+"""song2018 — the figures and table images, drawn from result rows only (chapter 7, then chapters 3-4; chapter 6:
+:mod:`~dpbench.studies.song2018.ch6_plots`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 
 from dpbench.data import markov
 from dpbench.plot import mean_std_band, substitute_box
+from dpbench.studies.song2018 import ch6_plots
 from dpbench.studies.song2018.captions import caption_text
 from dpbench.studies.song2018.ch7_compute import LABELS, STUDY
 from dpbench.studies.song2018.ch34_compute import C2_METHODS, CH4_DATASETS, CH4_PANELS, EPSN_METHODS, ORDER_METHODS
@@ -129,6 +131,8 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     """Draw a figure or render a table (image + Markdown in the caption file) from result rows only."""
     if name in CH34_FIGURES:
         return _plot_ch34(config, name, df, out)
+    if name in ch6_plots.FIGURES:
+        return ch6_plots.plot(config, name, df, out)
     import matplotlib
 
     matplotlib.use("Agg")

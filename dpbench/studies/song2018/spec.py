@@ -12,13 +12,15 @@ from dpbench.data import markov
 from dpbench.studies.base import FigureSpec, lookup_figure
 from dpbench.studies.song2018 import ch34_compute as ch34
 from dpbench.studies.song2018 import ch34_data
+from dpbench.studies.song2018 import ch6_compute as ch6
+from dpbench.studies.song2018 import ch6_spec
 from dpbench.studies.song2018.ch7_compute import SERIES, STUDY
 
 DATA_NOTE = ("Data: Fig. 7.4 uses the thesis's own synthetic binary chains; Tables 7.1-7.3 and Fig. 7.5 use "
              "SIMULATED stand-ins for the private activity data and the download-only AMPds electricity data, "
              "labelled in red on every image, in every result row and in the anchor-check table. Figs 3.1-3.3 and "
              "4.1 use MNIST, KDDCup99 and Covertype (checksummed downloads) or, when unavailable, labelled "
-             "SUBSTITUTE data (red box on the panel), and the thesis's synthetic sphere data.")
+             "SUBSTITUTE data (red box on the panel), and the thesis's synthetic sphere data. " + ch6_spec.DATA_NOTE)
 
 FIGURES: dict[str, FigureSpec] = {
     "fig7_4": FigureSpec(STUDY, "fig7_4", "Synthetic binary chains: L1 error vs α", "alpha", "α  (Θ = [α, 1−α])",
@@ -73,6 +75,8 @@ FIGURES.update({  # chapters 3-4 (DP SGD, LDP SGD; computed by ch34_compute)
                          anchors=("A4.1a", "A4.1b", "A4.1c", "A4.alg2")),
 })
 
+FIGURES.update(ch6_spec.FIGURES)  # chapter 6 (continual release of graph statistics; computed by ch6_compute)
+
 #: dataset names of chapters 3-4 in captions, panel titles and claim statements
 DATASET_LABELS = {"mnist": "MNIST", "kddcup99": "KDDCup99", "synthetic": "Synthetic (5-d sphere)",
                   "covertype": "Covertype"}
@@ -89,8 +93,9 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
         raise ConfigError(f"invalid config: {prefix}.{key}: {msg}")
 
     _validate_ch34(cfg, prefix)
+    ch6_spec.validate(cfg, prefix)
     for name, fig in cfg.get("figures", {}).items():
-        if name in ch34.FIGURES or fig is None:  # null = disabled
+        if name in ch34.FIGURES or name in ch6.FIGURES or fig is None:  # null = disabled
             continue
         for key in ("alphas", "epsilons"):
             values = fig.get(key)
@@ -201,6 +206,8 @@ def series(cfg: dict, name: str) -> list[str]:
     """The figure's series, optionally restricted by ``figures.<name>.methods``."""
     if name in ch34.FIGURES:
         return ch34.series(cfg, name)
+    if name in ch6.FIGURES:
+        return ch6.series(cfg, name)
     wanted = cfg["figures"][name].get("methods")
     return [m for m in figure(name).methods if wanted is None or m in wanted]
 
@@ -211,6 +218,8 @@ def series_threads(cfg: dict, figure_name: str, series_name: str) -> int:
     Chapter 3/4 series run their units in parallel."""
     if figure_name in ch34.FIGURES:
         return 1 << 10
+    if figure_name in ch6.FIGURES:   # chapter 6: serial numpy
+        return 1
     if figure_name == "table7_2" or (figure_name == "fig7_4" and series_name in ("mqm_exact", "gk16")):
         return 1 << 10
     return 1
