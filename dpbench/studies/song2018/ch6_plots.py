@@ -6,7 +6,7 @@ import pandas as pd
 
 from dpbench.data.graphs import LABELS as DATASET_LABELS
 from dpbench.methods.graph_release import LABELS, METHODS
-from dpbench.plot import mean_std_band, save_figure, substitute_box
+from dpbench.plot import log_axis_at, mean_std_band, save_figure, substitute_box
 from dpbench.studies.song2018.ch6_captions import caption_text
 from dpbench.studies.song2018.ch6_spec import FIGURES
 
@@ -75,8 +75,8 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
                 gm = g[g["method"] == m]
                 if not gm.empty:
                     mean_std_band(ax, gm, LABELS[m], markersize=3, **STYLE[m])
-            ax.set_xscale("log")
             ax.set_yscale("log")
+            log_axis_at(ax, sorted(g["x"].unique()))
             ax.grid(True, alpha=0.3, which="both")
             tau = g.loc[g["tau"] >= 0, "tau"]
             extra = f", τ = {int(tau.iloc[0])}" if len(tau) else ""
