@@ -95,7 +95,7 @@ def test_every_series_figure_and_anchor(config6, tmp_path):
                                tmp_path / "a.html").set_index("claim")
     assert checks.loc["A6.T1", "passed"]
     ids = {c.split("/")[0] for c in checks.index}
-    assert {"A6.1", "A6.2", "A6.3", "A6.4", "A6.T4"} <= ids
+    assert {"A6.1", "A6.2", "A6.3", "A6.4", "A6.4b", "A6.T4"} <= ids
 
 
 def test_series_are_reproducible(config6, tmp_path):
@@ -106,3 +106,13 @@ def test_series_are_reproducible(config6, tmp_path):
     np.testing.assert_array_equal(x["value"].to_numpy(), y["value"].to_numpy())
     with pytest.raises(ValueError, match="not a configured series"):
         ch6.run_series(a, "fig6_1", "ch6_patent")
+
+
+def test_chapter_6_hashes_its_own_compute_closure_only():
+    from dpbench import codehash
+
+    mods = set(codehash.closure(["dpbench.studies.song2018.ch6_compute"]))
+    assert {"dpbench.data.graphs", "dpbench.privacy.graph_sensitivity", "dpbench.methods.graph_release",
+            "dpbench.privacy.mechanisms"} <= mods
+    views = ("ch6_spec", "ch6_captions", "ch6_plots", "ch6_anchors", "ch7_", "ch34_", "spec", "plots", "anchors")
+    assert not [m for m in mods if m.split(".")[-1].startswith(views) or m in ("dpbench.plot", "dpbench.verdicts")]

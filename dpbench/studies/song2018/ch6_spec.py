@@ -20,7 +20,7 @@ FIGURES: dict[str, FigureSpec] = {
                          "releases", "number of releases T", "relative L1 error Σ_t |A(G_t) − f(G_t)| / f(G_t)",
                          METHODS,
                          "Fig. 6.2: relative L1 error vs the number of releases T at ε = 5, averaged over 100 runs; "
-                         "same columns and rows as Fig. 6.1.", xscale="log", anchors=("A6.2", "A6.3", "A6.4")),
+                         "same columns and rows as Fig. 6.1.", xscale="log", anchors=("A6.2", "A6.3", "A6.4b")),
     "table6_1": FigureSpec(STUDY, "table6_1", "Sensitivity of the difference sequence: formula vs brute force",
                            "bound", "degree bound", "global sensitivity", ("brute_force", "construction"),
                            "Table 6.1 (and Lemmas 6.5.2, 6.5.4): global sensitivity of the difference sequence of "
