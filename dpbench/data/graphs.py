@@ -196,7 +196,8 @@ def synthetic_one(seed: int, m0: int = 500, n: int = 70, years: int = 20, k: int
                   c: float = 1.0) -> GraphSequence:
     """Synthetic I (§6.6.2.2; defaults: the thesis's P_isolated = 0.5, k = 1, m₀ = 500, n = 70, Y = 20, c = 1).
     Sequential: a new node may link to any node that arrived before it (also earlier in the same year)."""
-    rng = generator(seed, f"song2018/graphs/{VERSION}/synthetic1/m0={m0}/n={n}/Y={years}/k={k}/p={p_isolated!r}/c={c!r}")
+    rng = generator(seed, f"song2018/graphs/{VERSION}/synthetic1/m0={m0}/n={n}/Y={years}/k={k}/"
+                          f"p={p_isolated!r}/c={c!r}")
     N = m0 + n * years
     time = np.concatenate([np.zeros(m0, np.int64), np.repeat(np.arange(1, years + 1), n)])
     out = np.zeros(N, np.float64)
@@ -277,7 +278,8 @@ def synthetic_two(seed: int, nodes: int = 10_000, k: int = 2, n0: int = 500, ste
 
 #: surrogate parameters: the Table 6.4 row plus the share of nodes dated before the first release (HIV: about a
 #: third have no estimated infection date and get 1995, §6.6.2.1; citations: the earlier patents / papers),
-#: the isolated share, the age decay c and the attachment exponent a [INFERRED: chosen so that the edge count and the maxima match]
+#: the isolated share, the age decay c and the attachment exponent a [INFERRED: chosen so that the edge count and
+#: the maxima match]
 SURROGATE_PARAMS = {
     "hiv": {"pre_share": 1 / 3, "p_isolated": 0.75, "c": 0.5, "pref": 2.5},
     "patent": {"pre_share": 0.35, "p_isolated": 0.05, "c": 0.5, "pref": 1.3},

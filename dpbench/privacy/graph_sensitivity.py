@@ -182,7 +182,8 @@ def measure(adj: np.ndarray, times: np.ndarray, T: int, directed: bool, tau: int
         df = np.diff(f, axis=1, prepend=0) - np.diff(g, axis=1, prepend=0)
         axes = tuple(range(1, df.ndim))
         single = np.abs(f - g)
-        res[s] = (np.abs(df).sum(axis=axes), single.reshape(single.shape[0], single.shape[1], -1).sum(axis=2).max(axis=1))
+        single = single.reshape(single.shape[0], single.shape[1], -1).sum(axis=2).max(axis=1)
+        res[s] = (np.abs(df).sum(axis=axes), single)
     return res
 
 

@@ -69,7 +69,8 @@ def _check_below(df, add, figure: str) -> None:
             parts = {f"ε = {x:g} vs {LABELS[m]}": V.exceeds(e[(m, x)], e[("sensdiff", x)])
                      for x in xs for m in ("compose_d_bounded", "compose_projection") if (m, x) in e}
             v = V.all_of(parts.values(), "points")
-            worst = max((e[("sensdiff", x)].mean / min(e[(m, x)].mean for m in METHODS[1:]) for x in xs), default=np.nan)
+            worst = max((e[("sensdiff", x)].mean / min(e[(m, x)].mean for m in METHODS[1:]) for x in xs),
+                        default=np.nan)
             add("A6.1", f"largest ratio SENSDIFF / best baseline over ε: {worst:.3g}; "
                 f"{sum(p.holds for p in parts.values())}/{len(parts)} comparisons hold", worst,
                 V.all_parts(parts) if v.status != V.HOLDS else v, instance=inst, dataset=DATASET_LABELS[ds],
