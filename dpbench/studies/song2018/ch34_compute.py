@@ -14,7 +14,7 @@ Figures, series and units of work (cached by content key in ``config["cache_dir"
   panels ``order`` (col. 1), ``epsn`` (col. 2), ``c2`` (col. 3). A unit is one (method, c or ε_N or c₂) with all
   its runs; every run draws its own clean/noisy split, data order and per-sample noise.
 
-Library: :mod:`dpbench.learn.ldp_sgd` (engine, Γ², Algorithms 1-2); data: :mod:`dpbench.data.kddcup99` and
+Library: :mod:`dpbench.methods.ldp_sgd` (engine, Γ², Algorithms 1-2); data: :mod:`dpbench.data.kddcup99` and
 the registry; the data sets: :mod:`~dpbench.studies.song2018.ch34_data`. Citations "§n.m", "Thm", "Alg." and
 "(n.m)" (equations) refer to Song (2018).
 
@@ -31,7 +31,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpbench.learn import ldp_sgd as L
+from dpbench.methods import ldp_sgd as L
 from dpbench.parallel import run_units
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
@@ -55,7 +55,7 @@ FIGURES = ("fig3_1", "fig3_2", "fig3_3", "fig4_1")
 
 def code_hash() -> str:
     """Every chapter-3/4 unit: this module and, transitively, what it imports (data preparation, the SGD engine
-    of :mod:`dpbench.learn.ldp_sgd`, the noise samplers, the data loaders)."""
+    of :mod:`dpbench.methods.ldp_sgd`, the noise samplers, the data loaders)."""
     from dpbench.codehash import code_hash as closure_hash
 
     return closure_hash(__name__)

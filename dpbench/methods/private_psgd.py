@@ -37,11 +37,11 @@ import math
 
 import numpy as np
 
-from ..privacy import _validate as V
-from ..privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
-from ..privacy.mechanisms import output_noise
-from ..privacy.noisy_sgd import bst14_calibration, bst14_epsilon1, scs13_calibration
-from .psgd import (
+from dpbench.privacy import _validate as V
+from dpbench.privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
+from dpbench.privacy.mechanisms import output_noise
+from dpbench.privacy.noisy_sgd import bst14_calibration, bst14_epsilon1, scs13_calibration
+from dpbench.learn.psgd import (
     PSGDAggregate,
     StepSchedule,
     _as_labels,
