@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbench.methods.base import TRAINING, linear_scores
+from dpbench.methods.base import TRAINING
 from dpbench.methods.output_perturbation import ERMMethod, _pos, check_data, curvature, erm_ball, lipschitz
 from dpbench.privacy.mechanisms import sample_l2_laplace
 
@@ -80,9 +80,8 @@ class ObjectivePerturbation(ERMMethod):
 
     name = "objective_perturbation"
     label = "objective perturbation (CMS11)"
+    mechanism = staticmethod(objective_perturbation)
 
-    def train(self, X, y, n_classes, epsilon, delta, rng):
-        r = objective_perturbation("logistic", X, np.where(y == 1, 1.0, -1.0), self.settings["lam"],
-                                   self.settings["radius"], epsilon, rng)
-        return linear_scores(r.w, 2), {"noise_scale": r.noise_scale}
-
+    @staticmethod
+    def noise_scale(r, epsilon):
+        return r.noise_scale

@@ -520,12 +520,18 @@ ERM_SETTINGS = (Setting("lam", "erm"), Setting("radius", "erm"))
 
 
 class ERMMethod(Method):
-    """A wu2016 ch. 4 mechanism as a training method: binary logistic regression (class 1 = +1), pure ε."""
+    """A wu2016 ch. 4 mechanism as a training method: binary logistic regression (class 1 = +1) on the ball
+    ‖w‖ ≤ R, pure ε; subclasses name the ``mechanism`` and how its result gives the noise scale."""
 
     kind = "training"
     depends_on = ("epsilon", "rep")
     binary_only = True
     settings_spec = ERM_SETTINGS
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        r = self.mechanism("logistic", X, np.where(y == 1, 1.0, -1.0), self.settings["lam"], self.settings["radius"],
+                           epsilon, rng)
+        return linear_scores(r.w, 2), {"noise_scale": self.noise_scale(r, epsilon)}
 
 
 @TRAINING.register
@@ -534,9 +540,8 @@ class OutputPerturbationERM(ERMMethod):
 
     name = "output_perturbation_erm"
     label = "output perturbation, ERM on ball (wu2016 ch. 4)"
+    mechanism = staticmethod(output_perturbation)
 
-    def train(self, X, y, n_classes, epsilon, delta, rng):
-        r = output_perturbation("logistic", X, np.where(y == 1, 1.0, -1.0), self.settings["lam"],
-                                self.settings["radius"], epsilon, rng)
-        return linear_scores(r.w, 2), {"noise_scale": r.sensitivity / epsilon}
-
+    @staticmethod
+    def noise_scale(r, epsilon):
+        return r.sensitivity / epsilon

@@ -158,16 +158,16 @@ class _OneVsAllPSGD(Method):
                      Setting("l2", "psgd"))
 
     def train(self, X, y, n_classes, epsilon, delta, rng):
+        Yk, b = self._labels(X, y, n_classes)
+        K = Yk.shape[1]
+        W, scale = self._many(X, Yk, b, float(epsilon) / K, float(delta) / K, rng)
+        return linear_scores(W[0], n_classes), {"noise_scale": float(np.ravel(scale)[0])}
+
+    def _labels(self, X, y, n_classes):
+        """The ±1 label columns (one binary model, or one-vs-all) and the batch size capped at n."""
         C = int(n_classes)
         Yk = np.where(np.asarray(y) == 1, 1.0, -1.0)[:, None] if C == 2 else one_vs_all_labels(y, C)
-        K = Yk.shape[1]
-        b = min(int(self.settings["batch_size"]), X.shape[0])
-        W, scale = self._many(X, Yk, b, float(epsilon) / K, float(delta) / K, rng)
-        return linear_scores(W[0], C), {"noise_scale": float(np.ravel(scale)[0])}
-
-    def _radius(self):
-        r = self.settings.get("radius")
-        return 1.0 / self.settings["l2"] if r is None else r
+        return Yk, min(int(self.settings["batch_size"]), X.shape[0])
 
 
 @TRAINING.register
@@ -186,27 +186,31 @@ class BoltOn(_OneVsAllPSGD):
         """``trials`` releases (trials, d, C) from ONE noiseless PSGD run whose sampling order comes from
         ``shared_rng`` (data-independent randomness: the guarantee holds for every fixed order), each with its own
         output noise from ``rng`` (:func:`output_noise`, one draw of (trials, K) vectors)."""
-        s = self.settings
-        C = int(n_classes)
-        n, d = X.shape
-        Yk = np.where(np.asarray(y) == 1, 1.0, -1.0)[:, None] if C == 2 else one_vs_all_labels(y, C)
-        K = Yk.shape[1]
-        b = min(int(s["batch_size"]), n)
-        _, info = bolt_on_many(X, Yk, "logistic", s["passes"], b, [epsilon / K], delta / K, shared_rng, l2=s["l2"])
+        Yk, b = self._labels(X, y, n_classes)
+        K, d = Yk.shape[1], X.shape[1]
+        _, info = bolt_on_many(X, Yk, "logistic", self.settings["passes"], b, [epsilon / K], delta / K, shared_rng,
+                               l2=self.settings["l2"])
         z, _, _ = output_noise(rng, d, info["sensitivity"], epsilon / K, delta / K, size=(int(trials), K))
         W = info["W0"][None] + z                                          # (trials, K, d)
-        if C == 2:
+        if int(n_classes) == 2:
             return np.stack([np.zeros((int(trials), d)), W[:, 0]], axis=2)  # score matrices [0, w]
         return np.ascontiguousarray(np.transpose(W, (0, 2, 1)))
 
 
+class _NoisyPSGD(_OneVsAllPSGD):
+    settings_spec = _OneVsAllPSGD.settings_spec + (Setting("radius", "psgd", default=None),)
+
+    def _radius(self):
+        r = self.settings.get("radius")
+        return 1.0 / self.settings["l2"] if r is None else r
+
+
 @TRAINING.register
-class SCS13(_OneVsAllPSGD):
+class SCS13(_NoisyPSGD):
     """SCS13 noisy mini-batch SGD (Song, Chaudhuri & Sarwate 2013; :func:`scs13_many`), projected on the ball."""
 
     name = "scs13"
     label = "SCS13 noisy SGD"
-    settings_spec = _OneVsAllPSGD.settings_spec + (Setting("radius", "psgd", default=None),)
 
     def _many(self, X, Yk, b, eps, delta, rng):
         s = self.settings
@@ -216,12 +220,11 @@ class SCS13(_OneVsAllPSGD):
 
 
 @TRAINING.register
-class BST14(_OneVsAllPSGD):
+class BST14(_NoisyPSGD):
     """BST14 with constant epochs (Wu 2016, §3.3, Alg. 3/4; :func:`bst14_many`), (ε, δ)-DP."""
 
     name = "bst14"
     label = "BST14 noisy SGD"
-    settings_spec = _OneVsAllPSGD.settings_spec + (Setting("radius", "psgd", default=None),)
 
     def _many(self, X, Yk, b, eps, delta, rng):
         s = self.settings

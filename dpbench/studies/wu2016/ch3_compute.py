@@ -5,8 +5,9 @@ one-vs-all), Protein and Covertype, every row on the unit sphere.
 Unit of work and of caching: one (dataset, method, convexity, repetition, batch size b, passes k) training run
 that serves EVERY ε of the grid (and, for the bolt-on method, both δ of the tests sharing its convexity: the
 noiseless PSGD output is trained once and only the output noise differs). The many models of one unit (ε values
-× one-vs-all classes) are trained side by side by :mod:`dpbench.learn.psgd_many`. The runtime experiment
-(Fig. 3.4) times the one-model functions of :mod:`dpbench.methods.private_psgd` on the aggregate engine.
+× one-vs-all classes) are trained side by side by :mod:`dpbench.methods.private_psgd_many` (engine:
+:mod:`dpbench.learn.psgd_many`). The runtime experiment (Fig. 3.4) times the one-model functions of
+:mod:`dpbench.methods.private_psgd` on the aggregate engine.
 
 The chapter's code hash (:func:`code_hash`) is the import closure of this module (:mod:`dpbench.codehash`): it
 imports no caption, plot or anchor code, and nothing of chapter 4.
