@@ -97,13 +97,11 @@ from .psgd import (  # noqa: E402
     PSGDAggregate,
     PSGDState,
     StepSchedule,
-    gaussian_batch_noise,
     get_loss,
-    l2_laplace_batch_noise,
     make_schedule,
     psgd,
     total_updates,
 )
 
 __all__ += ["LogisticLoss", "HuberHingeLoss", "get_loss", "StepSchedule", "make_schedule", "PSGDState",
-            "PSGDAggregate", "psgd", "total_updates", "l2_laplace_batch_noise", "gaussian_batch_noise"]
+            "PSGDAggregate", "psgd", "total_updates"]

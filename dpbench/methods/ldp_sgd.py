@@ -56,11 +56,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbench.learn.psgd import LogisticLoss
+from dpbench.learn.psgd_many import many_model_sgd, run_batch_gradient
 from dpbench.privacy import _validate as V
 from dpbench.privacy.mechanisms import l2_laplace_sum, sample_l2_laplace
 from dpbench.privacy.noisy_sgd import gradient_sum_noise
-from dpbench.learn.psgd import LogisticLoss
-from dpbench.learn.psgd_many import many_model_sgd, run_batch_gradient
 
 __all__ = [
     "gamma_sq_upper",

@@ -29,7 +29,7 @@ __all__ = ["l2_laplace_noise_many", "gaussian_noise_many", "scs13_many", "bst14_
 
 def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
     """Per-model SCS13 noise: model m gets Z_m / b with density of Z_m ∝ exp(−(ε_m/2)‖z‖) (the gradient-SUM
-    noise of :func:`~dpbench.learn.psgd.l2_laplace_batch_noise`; ‖Z_m‖ ~ Gamma(d, 2/ε_m), uniform direction).
+    noise of :func:`~dpbench.methods.private_psgd.l2_laplace_batch_noise`; ‖Z_m‖ ~ Gamma(d, 2/ε_m), uniform direction).
     Divisor: the actual batch size m, or min(batch_size, m). Returns ``(rng, M, d, m) -> (M, d)``."""
     eps = np.asarray(epsilons, dtype=np.float64).ravel()
     if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
