@@ -41,7 +41,8 @@ from dpbench.privacy.mechanisms import sample_gaussian
 
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, softmax_probabilities
 
-__all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_weights", "clipped_contributions", "clip_scales", "poisson_batches",
+__all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_weights", "clipped_contributions", "clip_scales",
+           "poisson_batches",
            "step_batches", "lr_factors"]
 
 _TINY = 1e-300
@@ -144,7 +145,8 @@ def clipped_contributions(theta, X_batch, y_batch, clip):
     """Verification hook: Frobenius norms of the clipped per-example gradients s_n g_n, shape (n,).
 
     Materialises each g_n = x_n (p_n − e_{y_n})ᵀ explicitly (debug use only) and applies the same clipping
-    factors as :func:`dpbench.methods.dpsgd.dpsgd_softmax` (computed from the closed-form norm), so a test can check ≤ ν.
+    factors as :func:`dpbench.methods.dpsgd.dpsgd_softmax` (computed from the closed-form norm), so a test can
+    check ≤ ν.
     """
     X_batch = _as_float_matrix(X_batch)
     theta = np.asarray(theta, dtype=np.float64)

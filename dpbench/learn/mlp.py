@@ -32,7 +32,8 @@ state gives bit-identical output. ``rng`` may be either
 
 * one ``numpy.random.Generator`` shared by all runs/models: initialisation of all runs, then per step the
   sampling draws for all runs, then the noise for all runs (exactly the consumption order of
-  ``dpbench.methods.dpsgd.dpsgd_softmax``, plus the initialisation up front). Run r then depends on how many runs share the call; or
+  ``dpbench.methods.dpsgd.dpsgd_softmax``, plus the initialisation up front). Run r then depends on how many
+  runs share the call; or
 * a sequence of one Generator per run/model ("per-run streams"): run r draws only from ``rng[r]`` (its init,
   then per step its sampling, then its noise). Run r of such a call equals the call with ``rng=rng[r]`` and
   ``n_runs=1`` (the same draws; results agree to floating-point summation order, since padded batches change

@@ -1,4 +1,5 @@
-"""Tests of dpbench.learn.dpsgd and its softmax learner dpbench.methods.dpsgd.dpsgd_softmax: clipping (Eq. 4, global), sampling, determinism, SGD equivalence."""
+"""Tests of dpbench.learn.dpsgd and its softmax learner dpbench.methods.dpsgd.dpsgd_softmax: clipping (Eq. 4,
+global), sampling, determinism, SGD equivalence."""
 
 import math
 

@@ -149,10 +149,10 @@ def game_budget(cfg: dict, method: str, epsilon: float) -> tuple[float, float]:
     return float(epsilon), delta
 
 
-def method_settings(cfg: dict, method: str) -> dict:
-    """The settings of ``method``'s Method object, read from the study's ``training`` block: the vdm2020 methods
-    from the keys this study names its own way, the TRAINING methods by their declared settings
-    (:meth:`~dpbench.methods.Method.from_config`, blocks ``psgd`` and ``erm``)."""
+def method_settings(cfg: dict, method: str) -> dict | None:
+    """The settings of the vdm2020 method that trains ``method``, from the keys of the study's ``training`` block
+    (named this study's own way); None for the TRAINING methods, which read their declared settings from that
+    block themselves (:meth:`~dpbench.methods.Method.from_config`, blocks ``psgd`` and ``erm``)."""
     from dpbench.learn import SOLVER_ERROR_FRACTION
 
     tc = cfg["training"]
@@ -172,15 +172,20 @@ def method_settings(cfg: dict, method: str) -> dict:
     return vdm2020.get(method)
 
 
-def method_object(cfg: dict, method: str):
-    """The Method object that trains ``method`` with the study's settings."""
+def method_object(cfg: dict, method: str, n_classes: int):
+    """The Method object that trains ``method`` with the study's settings (ValueError for an unknown method or a
+    binary-only method on more than two classes)."""
     from dpbench.methods import training_method
 
     if method not in METHOD_CLASS:
         raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
     cls = training_method(METHOD_CLASS[method])
+    if cls.binary_only and int(n_classes) != 2:
+        raise ValueError(f"{method} is binary logistic regression only")
     settings = method_settings(cfg, method)
-    return cls(**settings) if settings is not None else cls.from_config(cfg["training"], prefix=f"studies.{STUDY}.training")
+    if settings is None:
+        return cls.from_config(cfg["training"], prefix=f"studies.{STUDY}.training")
+    return cls(**settings)
 
 
 def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
@@ -193,9 +198,7 @@ def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, 
     ``noise_factor`` is FAULT INJECTION for testing the audit: the mechanism is calibrated as if the budget
     were ε/noise_factor (for the L2-Laplace output and loss perturbation exactly: noise scale × noise_factor).
     Returns (score matrix (d, C), info)."""
-    m = method_object(cfg, method)
-    if m.binary_only and int(n_classes) != 2:
-        raise ValueError(f"{method} is binary logistic regression only")
+    m = method_object(cfg, method, n_classes)
     eps = float(epsilon) / float(noise_factor)
     return m.train(X, y, int(n_classes), eps, method_delta(cfg, method), rng)
 
@@ -212,7 +215,7 @@ def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes
     audit; the guarantee holds for every fixed order), and adds ``trials`` output-noise draws. Every other
     method is trained ``trials`` times with independent randomness (slow). ``noise_factor``: the
     fault-injection hook of :func:`train`."""
-    m = method_object(cfg, method)
+    m = method_object(cfg, method, n_classes)
     eps = float(epsilon) / float(noise_factor)
     return m.releases(X, y, int(n_classes), eps, method_delta(cfg, method), rng, int(trials),
                       np.random.default_rng(int(shared_seed)))
