@@ -275,7 +275,8 @@ def audit_loss_perturbation(config, epsilon, twin, trials, rng):
                 "exactly ν in directions ±u (difference 2ν, the replace-one maximum). Statistic: the final model "
                 "projected on u (the last-iterate audit; DP-SGD's iterates are not released).")
 def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
-    from dpbench.learn import dpsgd_softmax, dpsgd_steps
+    from dpbench.learn import dpsgd_steps
+    from dpbench.methods.dpsgd import dpsgd_softmax
     from dpbench.methods.dpsgd import clip_norm
     from dpbench.privacy import calibrate_dpsgd_noise
     from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
@@ -373,7 +374,7 @@ def last_iterate_epsilon(steps: int, q: float, sigma: float, delta: float, point
                 "sensitivity holds for every order); the capped early steps η = 1/β of the schedule keep "
                 "ε_pair ≈ 0.8ε.")
 def audit_bolt_on(config, epsilon, twin, trials, rng):
-    from dpbench.learn import psgd_many as many
+    from dpbench.methods import private_psgd_many as many
     from dpbench.privacy.mechanisms import output_noise
 
     w = config["studies"]["wu2016"]
@@ -655,7 +656,7 @@ def audit_ldp_mean(config, epsilon, twin, trials, rng):
                 "x = (±cos a, sin a), y = +1 with W·sin a ≫ 1: both gradients have norm ≈ 1 and are nearly "
                 "opposite, so they differ by ≈ 2 = Δ.")
 def audit_ldp_sgd_report(config, epsilon, twin, trials, rng):
-    from dpbench.learn.ldp_sgd import gdp_reports
+    from dpbench.methods.ldp_sgd import gdp_reports
 
     lam = float(config["studies"]["song2018"]["ch4"]["l2"])
     a = 0.05

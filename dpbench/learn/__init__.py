@@ -1,8 +1,11 @@
-"""Learners: bias-free softmax regression (losses, constants K and L, L-BFGS fits, batched prediction,
-per-example gradient norms) and a DP-SGD engine vectorised over repetitions (van der Maaten & Hannun 2020, §3,
-Eq. 2, Eq. 4, App. D)."""
+"""Non-private learning engines: bias-free softmax regression (losses, constants K and L, L-BFGS fits, batched
+prediction, per-example gradient norms), the DP-SGD loop vectorised over repetitions with the per-example
+clipped-sum plugs of the softmax and the MLP (van der Maaten & Hannun 2020, §3, Eq. 2, Eq. 4, App. D), the MLP,
+and permutation SGD for binary linear models (one model, and many at once). Every private algorithm built on them
+is in :mod:`dpbench.methods`."""
 
-from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, dpsgd_steps, lr_factors, poisson_batches
+from .dpsgd import (clip_scales, clipped_contributions, dpsgd_loop, dpsgd_steps, lr_factors, poisson_batches,
+                    softmax_clipped_sum)
 from .softmax import (
     HESSIAN_BOUND_L,
     LIPSCHITZ_K,
@@ -43,7 +46,8 @@ __all__ = [
     "per_example_gradient_norms",
     "softmax_probabilities",
     "blas_thread_limit",
-    "dpsgd_softmax",
+    "dpsgd_loop",
+    "softmax_clipped_sum",
     "dpsgd_steps",
     "clipped_contributions",
     "clip_scales",
@@ -51,16 +55,16 @@ __all__ = [
     "lr_factors",
 ]
 
-# one-hidden-layer ReLU MLP (non-convex substitute for vdm2020 Fig. 7): SGD, T members at once, DP-SGD
+# one-hidden-layer ReLU MLP (non-convex substitute for vdm2020 Fig. 7): SGD, T members at once, DP-SGD plug
 from .mlp import (  # noqa: E402
     MLPParams,
-    dpsgd_mlp,
     fit_mlp,
     fit_mlp_many,
     init_mlp,
     mlp_accuracy,
     mlp_accuracy_many,
     mlp_clipped_gradient_sum,
+    mlp_clipped_sum,
     mlp_logits,
     mlp_loss_and_gradient,
     mlp_n_params,
@@ -83,37 +87,21 @@ __all__ += [
     "mlp_clipped_gradient_sum",
     "fit_mlp",
     "fit_mlp_many",
-    "dpsgd_mlp",
+    "mlp_clipped_sum",
 ]
 
-# permutation SGD for binary linear models (wu2016 ch. 3 bolt-on PSGD / SCS13 / BST14, song2018 ch. 3)
+# permutation SGD for binary linear models (the engine of wu2016 ch. 3's PSGD algorithms, song2018 ch. 3)
 from .psgd import (  # noqa: E402
     HuberHingeLoss,
     LogisticLoss,
     PSGDAggregate,
     PSGDState,
     StepSchedule,
-    gaussian_batch_noise,
     get_loss,
-    l2_laplace_batch_noise,
     make_schedule,
     psgd,
     total_updates,
 )
 
 __all__ += ["LogisticLoss", "HuberHingeLoss", "get_loss", "StepSchedule", "make_schedule", "PSGDState",
-            "PSGDAggregate", "psgd", "total_updates", "l2_laplace_batch_noise", "gaussian_batch_noise"]
-
-# private PSGD of wu2016 ch. 3: bolt-on output perturbation, SCS13 (noise per mini-batch), BST14
-from .private_psgd import (  # noqa: E402
-    bolt_on_psgd,
-    bolt_on_sensitivity_convex,
-    bolt_on_sensitivity_strongly_convex,
-    bst14_calibration,
-    bst14_epsilon1,
-    bst14_psgd,
-    scs13_psgd,
-)
-
-__all__ += ["bolt_on_psgd", "bolt_on_sensitivity_convex", "bolt_on_sensitivity_strongly_convex", "bst14_calibration",
-            "bst14_epsilon1", "bst14_psgd", "scs13_psgd"]
+            "PSGDAggregate", "psgd", "total_updates"]

@@ -1,5 +1,7 @@
-"""DP-SGD (van der Maaten & Hannun 2020, §3.1, Eq. 4) for the bias-free softmax model, vectorised over
-repetitions.
+"""The DP-SGD loop (van der Maaten & Hannun 2020, §3.1, Eq. 4) vectorised over repetitions, with the
+per-example clipped-sum plug of the bias-free softmax model (the MLP's plug is in :mod:`dpbench.learn.mlp`). The
+private learners built on it — σ chosen by an accountant — are :func:`dpbench.methods.dpsgd.dpsgd_softmax` and
+:func:`dpbench.methods.mlp.dpsgd_mlp`.
 
 One step, for each of R independent runs (θ: (D, C), no L2 term — paper §4.1):
 
@@ -35,12 +37,12 @@ import math
 
 import numpy as np
 
-from dpbench.privacy import _validate as _v
 from dpbench.privacy.mechanisms import sample_gaussian
 
-from .softmax import EXP_FLOOR, blas_thread_limit, _as_float_matrix, _check_labels, _check_training, softmax_probabilities
+from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, softmax_probabilities
 
-__all__ = ["dpsgd_softmax", "dpsgd_loop", "clip_weights", "clipped_contributions", "clip_scales", "poisson_batches",
+__all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_weights", "clipped_contributions", "clip_scales",
+           "poisson_batches",
            "step_batches", "lr_factors"]
 
 _TINY = 1e-300
@@ -143,7 +145,8 @@ def clipped_contributions(theta, X_batch, y_batch, clip):
     """Verification hook: Frobenius norms of the clipped per-example gradients s_n g_n, shape (n,).
 
     Materialises each g_n = x_n (p_n − e_{y_n})ᵀ explicitly (debug use only) and applies the same clipping
-    factors as :func:`dpsgd_softmax` (computed from the closed-form norm), so a test can check ≤ ν.
+    factors as :func:`dpbench.methods.dpsgd.dpsgd_softmax` (computed from the closed-form norm), so a test can
+    check ≤ ν.
     """
     X_batch = _as_float_matrix(X_batch)
     theta = np.asarray(theta, dtype=np.float64)
@@ -156,74 +159,7 @@ def clipped_contributions(theta, X_batch, y_batch, clip):
     return np.sqrt(np.einsum("ndc,ndc->n", G, G))
 
 
-def dpsgd_softmax(
-    X,
-    y,
-    n_classes,
-    *,
-    noise_multiplier,
-    clip,
-    batch_size,
-    epochs,
-    learning_rate,
-    rng,
-    n_runs=1,
-    sampling="poisson",
-    lr_schedule="constant",
-    return_trace=False,
-    theta0=None,
-    blas_threads=1,
-):
-    """Run ``n_runs`` independent DP-SGD trainings (Eq. 4, global clipping to ``clip`` = ν) at once.
-
-    ``noise_multiplier`` σ: the noise added to the clipped SUM has std σ·ν per coordinate (σ from the RDP
-    accountant for q = batch_size/N and ``steps`` as in the module docstring). ``theta0``: (D, C) or
-    (n_runs, D, C) start (default 0). Plain SGD, no momentum, no weight decay, no bias.
-
-    Returns θ of shape (n_runs, D, C); with ``return_trace=True`` returns ``(θ, trace)`` where ``trace`` has
-    ``"batch_size"`` (steps, n_runs) actual batch sizes, ``"max_clipped_norm"`` (steps, n_runs) the largest
-    clipped per-example gradient norm s_n‖g_n‖ of each step, ``"lr"`` (steps,), ``"steps"``, ``"denom"``.
-    ``blas_threads`` (default 1, None = unchanged): the per-step GEMMs are tiny (m×D×C), extra BLAS threads do
-    not help and are much slower on shared cores; parallelise over cells/repetition blocks instead.
-    """
-    with blas_thread_limit(blas_threads):
-        return _dpsgd(
-            X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-            lr_schedule, return_trace, theta0,
-        )
-
-
-def _dpsgd(
-    X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-    lr_schedule, return_trace, theta0,
-):
-    X, y, C, _ = _check_training(X, y, n_classes)  # finite, non-empty X; labels; n_classes ≥ 2
-    N, D = X.shape
-    _v.nonnegative("noise_multiplier", noise_multiplier)
-    _v.positive("clip", clip)
-    _v.positive("learning_rate", learning_rate)
-    R = int(n_runs)
-    if R < 1:
-        raise ValueError("n_runs must be >= 1")
-    if not (1 <= batch_size <= N):
-        raise ValueError(f"batch_size must be in [1, N={N}], got {batch_size}")
-    if clip <= 0 or noise_multiplier < 0 or epochs <= 0:
-        raise ValueError("need clip > 0, noise_multiplier >= 0, epochs > 0")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator")
-
-    steps = dpsgd_steps(N, batch_size, epochs, sampling)
-    theta = np.zeros((R, C * D))  # θᵀ (C, D) per run, flattened: the fast layout for the products below
-    if theta0 is not None:
-        theta.reshape(R, C, D)[...] = np.swapaxes(np.asarray(theta0, dtype=np.float64), -1, -2)
-    out = dpsgd_loop(X, theta, _softmax_clipped_sum(y, X, C, clip), rng=rng, batch_size=batch_size, steps=steps,
-                     sampling=sampling, noise_std=float(noise_multiplier) * float(clip),
-                     lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace)
-    theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1))
-    return (theta, out) if return_trace else theta
-
-
-def _softmax_clipped_sum(y, X, C, clip):
+def softmax_clipped_sum(y, X, C, clip):
     """The per-example clipped-sum plug of :func:`dpsgd_loop` for the bias-free softmax (parameters θᵀ (C, D)
     flattened): adds Σ_n s_n (p_n − e_{y_n}) x_nᵀ to ``out`` with the closed-form norm ‖g_n‖ = ‖p − y‖·‖x‖."""
     D = X.shape[1]

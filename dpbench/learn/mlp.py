@@ -1,4 +1,5 @@
-"""One-hidden-layer ReLU MLP in numpy: non-private SGD, T independent members, and DP-SGD (Eq. 4, global clip).
+"""One-hidden-layer ReLU MLP in numpy: non-private SGD, T independent members, and the per-example clipped-sum
+plug of the DP-SGD loop (Eq. 4, global clip; the private learner is :func:`dpbench.methods.mlp.dpsgd_mlp`).
 
 The non-convex substitute for vdm2020 Fig. 7 (CIFAR-10/ResNet-20 is out of reach on a few CPU cores): DP-SGD vs
 subsample-and-aggregate with T = 16 members, plus a non-private reference.
@@ -31,7 +32,8 @@ state gives bit-identical output. ``rng`` may be either
 
 * one ``numpy.random.Generator`` shared by all runs/models: initialisation of all runs, then per step the
   sampling draws for all runs, then the noise for all runs (exactly the consumption order of
-  ``dpsgd_softmax``, plus the initialisation up front). Run r then depends on how many runs share the call; or
+  ``dpbench.methods.dpsgd.dpsgd_softmax``, plus the initialisation up front). Run r then depends on how many
+  runs share the call; or
 * a sequence of one Generator per run/model ("per-run streams"): run r draws only from ``rng[r]`` (its init,
   then per step its sampling, then its noise). Run r of such a call equals the call with ``rng=rng[r]`` and
   ``n_runs=1`` (the same draws; results agree to floating-point summation order, since padded batches change
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dpsgd import clip_scales, clip_weights, dpsgd_loop, dpsgd_steps, lr_factors, step_batches
+from .dpsgd import clip_scales, clip_weights, lr_factors, step_batches
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, blas_thread_limit
 
 __all__ = [
@@ -63,7 +65,7 @@ __all__ = [
     "mlp_clipped_gradient_sum",
     "fit_mlp",
     "fit_mlp_many",
-    "dpsgd_mlp",
+    "mlp_clipped_sum",
 ]
 
 _CHUNK_ELEMS = 1 << 23  # ~64 MB of float64 hidden activations per chunk in the batched predictions
@@ -386,7 +388,7 @@ def mlp_per_example_gradient_norms(params, X, y):
 def mlp_clipped_gradient_sum(params, X, y, clip):
     """Σ_n min(1, ν/‖g_n‖) g_n with global clipping to ``clip`` = ν (Eq. 4 without noise), as an MLPParams.
 
-    Computed as Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 — the same code path as :func:`dpsgd_mlp`.
+    Computed as Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 — the same code path as :func:`dpbench.methods.mlp.dpsgd_mlp`.
     """
     p = _single(params)
     X, y = _check_xy(p, X, y)
@@ -568,81 +570,11 @@ def _fields(p):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# DP-SGD
+# the per-example clipped-sum plug of the DP-SGD loop (the learner: dpbench.methods.mlp.dpsgd_mlp)
 # ----------------------------------------------------------------------------------------------------------
 
 
-def dpsgd_mlp(
-    X,
-    y,
-    n_classes,
-    hidden,
-    noise_multiplier,
-    clip,
-    batch_size,
-    epochs,
-    learning_rate,
-    rng,
-    n_runs=1,
-    sampling="poisson",
-    schedule=None,
-    return_trace=False,
-    *,
-    params0=None,
-    blas_threads=1,
-):
-    """Run ``n_runs`` independent DP-SGD trainings of the MLP (Eq. 4, GLOBAL clipping to ``clip`` = ν) at once.
-
-    One step, per run: g̃ = ( Σ_{n∈𝓑} min(1, ν/‖g_n‖) g_n + N(0, σ²ν² I_P) ) / denom,  θ ← θ − η_t g̃,
-    with ‖g_n‖ the norm of the full per-example gradient over all P parameters (module docstring) and
-    σ = ``noise_multiplier``. Sampling, step count (:func:`dpsgd_steps`), ``denom`` (q·N = batch_size for
-    ``"poisson"``, the actual batch size for ``"shuffle"``) and the padding of Poisson batches with
-    zero-weight rows are exactly those of :func:`dpbench.learn.dpsgd_softmax`; plain SGD (no momentum, no
-    weight decay — paper §4.1, code momentum 0 for DP-SGD). ``schedule``: None/"constant" or "step"
-    (:func:`lr_factors`). Each run starts from :func:`init_mlp` drawn from ``rng`` (or ``params0``, a single
-    MLP or a stack of ``n_runs``). ``rng``: one Generator, or one per run (module docstring). No noise is
-    drawn when σ = 0.
-
-    Returns the stacked MLPParams (n_runs, …); with ``return_trace=True`` returns ``(params, trace)`` with
-    ``"batch_size"`` (steps, n_runs), ``"max_clipped_norm"`` (steps, n_runs) (largest s_n‖g_n‖ of each step),
-    ``"lr"`` (steps,), ``"steps"``, ``"denom"``. ``blas_threads`` as in ``dpsgd_softmax`` (default 1).
-    """
-    X = _as_float_matrix(X)
-    N, D = X.shape
-    C = int(n_classes)
-    _check_sizes(D, hidden, C)
-    y = _check_labels(y, N, C)
-    R = int(n_runs)
-    if R < 1:
-        raise ValueError("n_runs must be >= 1")
-    _check_clip(clip)
-    if not (np.isscalar(noise_multiplier) and noise_multiplier >= 0 and np.isfinite(noise_multiplier)):
-        raise ValueError(f"noise_multiplier must be a finite number >= 0, got {noise_multiplier!r}")
-    if not (np.isscalar(epochs) and epochs > 0):
-        raise ValueError(f"epochs must be > 0, got {epochs!r}")
-    schedule = _check_common(batch_size, N, learning_rate, schedule)
-    steps = dpsgd_steps(N, batch_size, epochs, sampling)  # validates sampling
-    if steps < 1:
-        raise ValueError("epochs too small: no DP-SGD step would be taken")
-    streams = _streams(rng, R)
-    with blas_thread_limit(blas_threads):
-        return _dpsgd(X, y, C, int(hidden), float(noise_multiplier), float(clip), int(batch_size), steps,
-                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0)
-
-
-def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
-           return_trace, params0):
-    N, D = X.shape
-    theta = _init_runs(streams, R, D, H, C, params0)
-    shared, gens = streams
-    trace = dpsgd_loop(X, theta, _mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
-                       batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
-                       lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace)
-    params = MLPParams.from_flat(theta, D, H, C)
-    return (params, trace) if return_trace else params
-
-
-def _mlp_clipped_sum(y, X, H, C, clip):
+def mlp_clipped_sum(y, X, H, C, clip):
     """The per-example clipped-sum plug of :func:`dpbench.learn.dpsgd.dpsgd_loop` for the MLP: global norm over
     all parameters (module docstring), clipped sums Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 added to ``out``."""
     D = X.shape[1]

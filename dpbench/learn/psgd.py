@@ -53,7 +53,6 @@ from typing import Callable
 import numpy as np
 
 from ..privacy import _validate as V
-from ..privacy.noisy_sgd import gradient_sum_noise_hook
 
 __all__ = [
     "MarginLoss",
@@ -66,8 +65,6 @@ __all__ = [
     "PSGDAggregate",
     "psgd",
     "total_updates",
-    "l2_laplace_batch_noise",
-    "gaussian_batch_noise",
     "regularized_risk",
     "accuracy_pm1",
     "evaluate_linear",
@@ -335,55 +332,6 @@ def make_schedule(schedule, *, l2: float = 0.0, loss: MarginLoss | None = None) 
 
 
 # ----------------------------------------------------------------------------------------------------------
-# per-update noise hooks
-
-
-def _one_model(hook, **attributes):
-    """A many-model hook ``(rng, M, d, m)`` of :mod:`dpbench.privacy.noisy_sgd` as a one-model hook ``(rng, d, m)``
-    (the same draws: M = 1 rows)."""
-
-    def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
-        return hook(rng, 1, dim, m)[0]
-
-    noise.__dict__.update(attributes)
-    return noise
-
-
-def l2_laplace_batch_noise(epsilon: float, batch_size: int | None = None):
-    """Hook for song2018 update (3.6) / SCS13: Z_t with density ∝ exp(−(ε/2)‖z‖) on the gradient SUM, then / b.
-
-    The averaged-gradient noise is Z_t / b with ‖Z_t‖ ~ Gamma(d, 2/ε) and uniform direction
-    (:func:`~dpbench.privacy.noisy_sgd.gradient_sum_noise`), so E‖Z_t / b‖ = 2d/(ε b). Sensitivity:
-    replacing one example changes the sum of ≤ 1-norm gradients by ≤ 2, so each update is ε-DP; with disjoint
-    batches (one pass) the whole pass is ε-DP (parallel composition, song2018 Thm 3.3.1). For k passes the
-    caller must split the budget (e.g. ε/k per pass, docs/studies/wu2016.md#open-choices item 6).
-
-    The divisor is the actual batch size m of the update if ``batch_size`` is None, else min(batch_size, m):
-    a smaller last batch is divided by its own size, so its noise is never too small for ε-DP.
-
-    Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
-    """
-    epsilon = V.positive("epsilon", epsilon)
-    hook = gradient_sum_noise_hook("l2_laplace", 2.0 / epsilon, batch_size)
-    return _one_model(hook, epsilon=epsilon, batch_size=hook.batch_size)
-
-
-def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
-    """Hook adding N(0, σ² I) to the gradient SUM, i.e. N(0, σ² I) / b on the averaged gradient.
-
-    Same divisor convention as :func:`l2_laplace_batch_noise` (actual batch size m, or min(batch_size, m)).
-    For the Gaussian SCS13 variant σ = √(2 ln(1.25/δ)) · 2/ε (sensitivity 2 of the sum,
-    docs/studies/wu2016.md#scs13); for BST14's "N(0, σ²/b²) on the average" pass its σ directly. To add
-    N(0, σ²) to the AVERAGE regardless of the batch size, use ``batch_size=1``.
-
-    Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
-    """
-    sigma = V.nonnegative("sigma", sigma)
-    hook = gradient_sum_noise_hook("gaussian", sigma, batch_size)
-    return _one_model(hook, sigma=sigma, batch_size=hook.batch_size)
-
-
-# ----------------------------------------------------------------------------------------------------------
 # the aggregate
 
 
@@ -541,7 +489,8 @@ def psgd(
     ``passes`` k ≥ 1; ``batch_size`` 1 ≤ b ≤ n; ``schedule`` see :func:`make_schedule`; ``rng`` a numpy
     Generator (used for the permutations and the noise); ``l2`` λ ≥ 0; ``radius`` R > 0 or None (no
     projection); ``batch_noise`` None or a hook ``(rng, dim, m) -> z`` called once per update and added to the
-    averaged batch gradient (e.g. :func:`l2_laplace_batch_noise`, :func:`gaussian_batch_noise`); ``average``
+    averaged batch gradient (e.g. :func:`dpbench.methods.private_psgd.l2_laplace_batch_noise`,
+    :func:`~dpbench.methods.private_psgd.gaussian_batch_noise`); ``average``
     return the average of the iterates instead of the last one; ``last_batch`` ``"keep"``/``"drop"``;
     ``order`` ``"per_pass"`` (fresh permutation each pass), ``"once"`` (one permutation for all passes),
     ``"none"`` (identity) or an explicit permutation array; ``w0`` start (default 0).

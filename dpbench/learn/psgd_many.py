@@ -1,4 +1,5 @@
-"""Many binary linear models trained side by side by the PSGD engine (wu2016 ch. 3 experiments).
+"""Many binary linear models trained side by side by non-private permutation SGD (the engine of wu2016 ch. 3,
+song2018 ch. 3–4 and the membership study's PSGD models).
 
 The experiments of wu2016 Figs 3.2/3.3 train, per repetition, one model per (ε, class of a one-vs-all
 problem): MNIST has 10 binary models per ε and every method is evaluated on 6 ε values. Those M models see the
@@ -10,18 +11,15 @@ model's ±1 labels. Each update is the update of :mod:`dpbench.learn.psgd`, row 
     W_m ← Π_{R_m}( W_m − s_m η_t (λ W_m + (1/b) Σ_{i∈B_t} φ′(y_im⟨W_m, x_i⟩) y_im x_i + z_tm) )
 
 with a per-model step multiplier ``s_m`` (BST14's convex step 2R/(G√t) depends on σ, hence on ε) and a per-
-model noise scale. With M = 1 and the same generator state the functions of this module return the same
-model as their one-model counterparts (:func:`~dpbench.learn.psgd.psgd`,
-:func:`~dpbench.learn.private_psgd.scs13_psgd`, :func:`~dpbench.learn.private_psgd.bst14_psgd`,
-:func:`~dpbench.learn.private_psgd.bolt_on_psgd`) up to floating-point summation order (tested): the random
-draws are made in the same order (permutation per pass or indices per step, then one noise draw per update).
+model noise hook ``z`` supplied by the caller. The private algorithms built on it (SCS13, BST14 and bolt-on
+for many models, with their calibrations) are in :mod:`dpbench.methods.private_psgd_many`.
 
 The loop itself is :func:`many_model_sgd`, the one many-model margin-SGD engine of the package: it also runs
-song2018's chapters 3–4 (:func:`dpbench.learn.ldp_sgd.sgd_runs`, models on their own batches through
+song2018's chapters 3–4 (:func:`dpbench.methods.ldp_sgd.sgd_runs`, models on their own batches through
 :func:`run_batch_gradient`) and the membership study's PSGD models.
 
-Assumptions as in the engine: rows ‖x_i‖ ≤ 1, labels ±1, replace-one neighbours. The timing experiment
-(Fig. 3.4) uses the one-model aggregate, not this module.
+Assumptions as in the engine: rows ‖x_i‖ ≤ 1, labels ±1. The timing experiment (Fig. 3.4) uses the one-model
+aggregate, not this module.
 """
 
 from __future__ import annotations
@@ -30,25 +28,10 @@ import math
 
 import numpy as np
 
-from ..privacy import _validate as V
-from ..privacy.mechanisms import output_noise
-from ..privacy.noisy_sgd import bst14_calibration, gradient_sum_noise_hook, scs13_calibration
-from .private_psgd import bolt_on_setup, bst14_schedule
-from .psgd import StepSchedule, get_loss, make_schedule, total_updates
+from dpbench.learn.psgd import get_loss, make_schedule, total_updates
+from dpbench.privacy import _validate as V
 
-__all__ = [
-    "many_model_sgd",
-    "shared_batch_gradient",
-    "run_batch_gradient",
-    "psgd_many",
-    "l2_laplace_noise_many",
-    "gaussian_noise_many",
-    "scs13_many",
-    "bst14_many",
-    "bolt_on_many",
-    "perturb_outputs",
-    "one_vs_all_labels",
-]
+__all__ = ["many_model_sgd", "shared_batch_gradient", "run_batch_gradient", "psgd_many", "one_vs_all_labels"]
 
 
 def one_vs_all_labels(y, n_classes: int) -> np.ndarray:
@@ -63,22 +46,6 @@ def _as_vector(name, v, M) -> np.ndarray:
     if not np.all(np.isfinite(a) & (a > 0)):
         raise ValueError(f"{name} must be finite and > 0, got {v!r}")
     return a
-
-
-def l2_laplace_noise_many(epsilons, batch_size: int | None = None):
-    """Per-model SCS13 noise: model m gets Z_m / b with density of Z_m ∝ exp(−(ε_m/2)‖z‖) (the gradient-SUM
-    noise of :func:`~dpbench.learn.psgd.l2_laplace_batch_noise`; ‖Z_m‖ ~ Gamma(d, 2/ε_m), uniform direction).
-    Divisor: the actual batch size m, or min(batch_size, m). Returns ``(rng, M, d, m) -> (M, d)``."""
-    eps = np.asarray(epsilons, dtype=np.float64).ravel()
-    if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
-        raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
-    return gradient_sum_noise_hook("l2_laplace", 2.0 / eps, batch_size)
-
-
-def gaussian_noise_many(sigmas, batch_size: int | None = None):
-    """Per-model N(0, σ_m² I) on the gradient SUM, i.e. / b on the average (same divisor convention as
-    :func:`l2_laplace_noise_many`). Returns ``(rng, M, d, m) -> (M, d)``."""
-    return gradient_sum_noise_hook("gaussian", sigmas, batch_size)
 
 
 def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
@@ -190,7 +157,7 @@ def many_model_sgd(W, batches, gradient, step_sizes, *, rng=None, l2=0.0, radius
     G in place (None: no noise; per-update noise comes from :mod:`dpbench.privacy.noisy_sgd` or
     :mod:`dpbench.privacy.mechanisms`), ``radius`` None or (M,) projection radii, ``observe(k, W)`` called
     after k = 0, 1, …, T updates (e.g. objective checkpoints). Serves wu2016 ch. 3 (:func:`psgd_many`), song2018
-    ch. 3–4 (:func:`dpbench.learn.ldp_sgd.sgd_runs`) and the membership study.
+    ch. 3–4 (:func:`dpbench.methods.ldp_sgd.sgd_runs`) and the membership study.
     """
     t = 0
     for batch in batches:
@@ -211,102 +178,3 @@ def many_model_sgd(W, batches, gradient, step_sizes, *, rng=None, l2=0.0, radius
     if observe is not None:
         observe(t, W)
     return W
-
-
-def _budget_vectors(epsilons, n_models_per_eps):
-    eps = np.asarray(epsilons, dtype=np.float64).ravel()
-    if eps.size < 1 or not np.all(np.isfinite(eps) & (eps > 0)):
-        raise ValueError(f"epsilons must be finite and > 0, got {epsilons!r}")
-    K = V.count("n_models_per_eps", n_models_per_eps)
-    return eps, K
-
-
-def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=0.0, radius=None,
-               schedule="inv_sqrt"):
-    """SCS13 (see :func:`~dpbench.learn.private_psgd.scs13_psgd`) for every ε of ``epsilons`` (E values) and
-    every label column of ``Yk`` (n, K) at once: model e·K + k is column k trained at budget ε_e (δ; δ = 0
-    → L2-Laplace noise, δ > 0 → classic Gaussian), each pass getting ε_e/k (δ/k). Returns ``(W (E, K, d),
-    info)``, ``info["noise_scale"]`` (E,) as in the one-model function."""
-    Yk = np.asarray(Yk, dtype=np.float64)
-    eps, K = _budget_vectors(epsilons, Yk.shape[1])
-    loss = get_loss(loss)
-    cal = scs13_calibration(eps, delta, passes, loss.lipschitz)
-    hook = gradient_sum_noise_hook(cal["noise_kind"], np.repeat(cal["noise_scale"], K))
-    W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
-                  batch_noise=hook)
-    return W.reshape(eps.size, K, -1), {k: cal[k] for k in ("noise_kind", "noise_scale", "epsilon_per_pass",
-                                                            "delta_per_pass")}
-
-
-def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,
-               algorithm=None):
-    """BST14 (see :func:`~dpbench.learn.private_psgd.bst14_psgd`: with-replacement sampling, T = ⌈k n/b⌉
-    Gaussian steps, calibration of :func:`~dpbench.learn.private_psgd.bst14_calibration`, ι = 4 by default)
-    for every ε of ``epsilons`` and every label column of ``Yk`` at once. Returns ``(W (E, K, d), info)``
-    with per-ε ``sigma``, ``epsilon1``, ``epsilon2`` and the step multipliers ``step_c`` (convex: 2R/G)."""
-    Yk = np.asarray(Yk, dtype=np.float64)
-    eps, K = _budget_vectors(epsilons, Yk.shape[1])
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    loss = get_loss(loss)
-    batch_size = V.count("batch_size", batch_size)
-    passes = V.count("passes", passes)
-    l2 = V.nonnegative("l2", l2)
-    iota = V.positive("iota", iota)
-    steps = -(-passes * n // batch_size)
-    cals = [bst14_calibration(e, delta, n, steps, batch_size) for e in eps]
-    sigma = np.array([c["sigma"] for c in cals])
-    algorithm = ("strongly_convex" if l2 > 0 else "convex") if algorithm is None else algorithm
-    scheds = [bst14_schedule(algorithm, l2, radius, d, sg, iota, batch_size, loss.lipschitz) for sg in sigma]
-    radius = scheds[0][0]
-    if algorithm == "convex":      # η_t = c_e/√t with c_e = 2R/G_e: a per-model multiplier of 1/√t
-        step_c = np.array([sch.c for _, sch, _ in scheds])
-        schedule = StepSchedule.inv_sqrt(1.0)
-    else:
-        step_c = np.ones(eps.size)
-        schedule = scheds[0][1]
-    hook = gaussian_noise_many(np.repeat(sigma * math.sqrt(iota), K), batch_size)
-    W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
-                  step_scale=np.repeat(step_c, K), batch_noise=hook, sampling="replacement", steps=steps)
-    info = {"sigma": sigma, "epsilon1": np.array([c["epsilon1"] for c in cals]),
-            "epsilon2": np.array([c["epsilon2"] for c in cals]), "step_c": step_c, "steps": steps,
-            "algorithm": algorithm, "radius": radius, "iota": iota}
-    return W.reshape(eps.size, K, -1), info
-
-
-def bolt_on_many(X, Yk, loss, passes, batch_size, epsilons, delta, rng, *, l2=0.0, eta=None, algorithm=None,
-                 sc_sensitivity="rigorous", noise="auto", radius=None):
-    """Bolt-on output perturbation (see :func:`~dpbench.learn.private_psgd.bolt_on_psgd`) for every ε: the
-    noiseless PSGD run (``last_batch="drop"``) does not depend on ε, so it is trained ONCE for the K label
-    columns and every ε of ``epsilons`` only draws its own output noise (E·K independent draws). Returns
-    ``(W (E, K, d), info)`` with ``sensitivity``, per-ε ``noise_scale`` and the noiseless ``W0`` (K, d)."""
-    Yk = np.asarray(Yk, dtype=np.float64)
-    eps, K = _budget_vectors(epsilons, Yk.shape[1])
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    loss = get_loss(loss)
-    passes = V.count("passes", passes)
-    batch_size = V.count("batch_size", batch_size)
-    l2 = V.nonnegative("l2", l2)
-    delta = V.delta_halfopen("delta", delta)
-    setup = bolt_on_setup(n, loss, passes, batch_size, l2, eta, algorithm, sc_sensitivity, loss.lipschitz)
-    algorithm, schedule, sensitivity, eta = setup["algorithm"], setup["schedule"], setup["sensitivity"], setup["eta"]
-    W0 = psgd_many(X, Yk, loss, passes, batch_size, schedule, rng, l2=l2, radius=radius, last_batch="drop")
-    out, scales, kind = perturb_outputs(rng, W0, sensitivity, eps, delta, noise)
-    return out, {"sensitivity": sensitivity, "noise_kind": kind, "noise_scale": scales, "W0": W0,
-                 "algorithm": algorithm, "eta": eta}
-
-
-def perturb_outputs(rng, W0, sensitivity, epsilons, delta, noise="auto"):
-    """Output perturbation of the K noiseless models ``W0`` (K, d) for every ε of ``epsilons``: one
-    :func:`~dpbench.learn.private_psgd.output_noise` draw of K vectors per ε, in the order of ``epsilons``.
-    Returns ``(W (E, K, d), noise scale per ε (E,), noise kind)``."""
-    W0 = np.asarray(W0, dtype=np.float64)
-    eps = np.asarray(epsilons, dtype=np.float64).ravel()
-    out = np.empty((eps.size,) + W0.shape)
-    scales = np.empty(eps.size)
-    kind = None
-    for i, e in enumerate(eps):
-        z, kind, scales[i] = output_noise(rng, W0.shape[1], sensitivity, e, delta, noise, size=W0.shape[0])
-        out[i] = W0 + z
-    return out, scales, kind

@@ -19,6 +19,15 @@ needs no per-method code, the config schema of a method's block is derived from 
 (:meth:`Registry.schema_blocks`), and ``style`` (or a deterministic default) draws its series.
 A method defined outside the package registers itself the same way (``@REGISTRY.register``) from a plugin
 module named in the config (``plugins:``, docs/extending.md).
+
+A private training method also answers :meth:`Method.train`: ONE model trained on given rows at a replace-one
+budget (ε, δ), returned as a (d, C) score matrix — what a study that trains single models outside a grid of cells
+calls (the membership study trains its target and shadow models through it). Two registries hold the methods:
+:data:`REGISTRY` the vdm2020 grid methods (their names are the schema enum of vdm2020's ``methods``, they draw its
+series), :data:`TRAINING` the private training methods that only implement :meth:`Method.train` (wu2016's
+bolt-on, SCS13 and BST14 PSGD, the wu2016 ch. 4 ERM mechanisms: binary linear models that do not run on vdm2020's
+multiclass problems), so they stay out of vdm2020's schema and figures; :func:`training_method` looks a name up
+in both.
 """
 
 from __future__ import annotations
@@ -196,6 +205,7 @@ class Method:
     version: ClassVar[int] = 1               # bump when a change alters results: dependent cells rerun
     settings_spec: ClassVar[tuple[Setting, ...]] = ()   # what :meth:`from_config` reads from the study config
     style: ClassVar[dict | None] = None      # matplotlib style of its series (None: :meth:`Registry.style`)
+    binary_only: ClassVar[bool] = False      # :meth:`train` needs two classes (binary linear models)
 
     def __init__(self, **settings: Any):
         self.settings = settings
@@ -267,6 +277,33 @@ class Method:
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         raise NotImplementedError
 
+    def train(self, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float, delta: float,
+              rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+        """ONE model trained with the method's settings on rows ``X`` (‖x‖ ≤ 1) and integer labels ``y`` in
+        0..n_classes−1 at the replace-one budget (ε, δ), every random draw from ``rng``: ``(scores, record)``
+        with ``scores`` the (d, C) score matrix of the released model (logits x @ scores) and ``record`` at least
+        ``noise_scale``. Binary linear models (labels mapped to ±1, class 1 = +1) are released as the scores
+        [0, w] (:func:`linear_scores`). Methods that cannot train single models leave this unimplemented."""
+        raise NotImplementedError(f"method {self.name!r} does not train single models")
+
+    def releases(self, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float, delta: float,
+                 rng: np.random.Generator, trials: int, shared_rng: np.random.Generator) -> np.ndarray:
+        """``trials`` independent releases (trials, d, C) of :meth:`train` on the same rows (a canary audit's
+        samples). Default: ``trials`` calls of :meth:`train` drawing from ``rng``; a method whose noiseless part
+        does not depend on the draws overrides it to compute that part once (``shared_rng``: the randomness of
+        that part that is data-independent, the same on both sides of an audit)."""
+        return np.stack([self.train(X, y, n_classes, epsilon, delta, rng)[0] for _ in range(int(trials))])
+
+
+def linear_scores(W: np.ndarray, n_classes: int) -> np.ndarray:
+    """K binary linear models ``W`` (K, d) — one (two classes) or one-vs-all (K = C) — as a (d, C) score matrix:
+    [0, w] for two classes (so p(class 1) = σ(⟨w, x⟩)), the models' scores ⟨w_k, x⟩ as columns otherwise (the
+    black-box output, their softmax, is post-processing of the released models)."""
+    W = np.atleast_2d(np.asarray(W, dtype=np.float64))
+    if int(n_classes) == 2:
+        return np.c_[np.zeros(W.shape[-1]), W[0]]
+    return np.ascontiguousarray(W.T)
+
 
 def accuracy_of_logits(logits: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.argmax(logits, axis=-1) == y))
@@ -332,3 +369,12 @@ class Registry:
 
 
 REGISTRY = Registry()
+"""The vdm2020 grid methods (``run_group`` on a grid of cells; most also implement :meth:`Method.train`)."""
+
+TRAINING = Registry()
+"""Private training methods that only implement :meth:`Method.train` (module docstring)."""
+
+
+def training_method(name: str) -> type[Method]:
+    """The class of a private (or non-private) training method: :data:`TRAINING` first, then :data:`REGISTRY`."""
+    return TRAINING.methods.get(name) or REGISTRY.get(name)

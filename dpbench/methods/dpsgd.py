@@ -3,7 +3,9 @@
 Global clipping of each full per-example gradient to ν, Gaussian noise N(0, σ²ν²I) on the clipped sum,
 Poisson sampling with q = batch/N for ceil(epochs·N/batch) steps (what the accountant assumes; shuffling
 is available and labelled). σ is calibrated by ``dpbench.privacy.calibrate_dpsgd_noise`` with the configured
-accountant and RDP→DP conversion. No L2 regularisation (paper §4.1).
+accountant and RDP→DP conversion. No L2 regularisation (paper §4.1). The learner :func:`dpsgd_softmax` runs
+the DP-SGD loop of :mod:`dpbench.learn.dpsgd` (sampling, steps and draw order described there) with the
+softmax's per-example clipped-sum plug.
 
 Neighbouring relation: the accountants analyse add/remove-one neighbours, while vdm2020's privacy definition
 (Eq. 1) replaces one example. ``neighbouring: replace_one`` (default) calibrates the add/remove budget
@@ -18,14 +20,85 @@ number of workers.
 
 from __future__ import annotations
 
+import numpy as np
 
-from dpbench.learn import accuracy_many, dpsgd_softmax, dpsgd_steps
+from dpbench.learn import accuracy_many, blas_thread_limit, dpsgd_steps, lr_factors
+from dpbench.learn.dpsgd import dpsgd_loop, softmax_clipped_sum
+from dpbench.learn.softmax import _check_training
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
+from dpbench.privacy import _validate as _v
 from dpbench.privacy import calibrate_dpsgd_noise, dpsgd_replace_one_epsilon
 from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
 from dpbench.store import content_key
 
 REP_BLOCK = 10
+
+
+def dpsgd_softmax(
+    X,
+    y,
+    n_classes,
+    *,
+    noise_multiplier,
+    clip,
+    batch_size,
+    epochs,
+    learning_rate,
+    rng,
+    n_runs=1,
+    sampling="poisson",
+    lr_schedule="constant",
+    return_trace=False,
+    theta0=None,
+    blas_threads=1,
+):
+    """Run ``n_runs`` independent DP-SGD trainings (Eq. 4, global clipping to ``clip`` = ν) at once.
+
+    ``noise_multiplier`` σ: the noise added to the clipped SUM has std σ·ν per coordinate (σ from the RDP
+    accountant for q = batch_size/N and ``steps`` as in :mod:`dpbench.learn.dpsgd`). ``theta0``: (D, C) or
+    (n_runs, D, C) start (default 0). Plain SGD, no momentum, no weight decay, no bias.
+
+    Returns θ of shape (n_runs, D, C); with ``return_trace=True`` returns ``(θ, trace)`` where ``trace`` has
+    ``"batch_size"`` (steps, n_runs) actual batch sizes, ``"max_clipped_norm"`` (steps, n_runs) the largest
+    clipped per-example gradient norm s_n‖g_n‖ of each step, ``"lr"`` (steps,), ``"steps"``, ``"denom"``.
+    ``blas_threads`` (default 1, None = unchanged): the per-step GEMMs are tiny (m×D×C), extra BLAS threads do
+    not help and are much slower on shared cores; parallelise over cells/repetition blocks instead.
+    """
+    with blas_thread_limit(blas_threads):
+        return _dpsgd(
+            X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
+            lr_schedule, return_trace, theta0,
+        )
+
+
+def _dpsgd(
+    X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
+    lr_schedule, return_trace, theta0,
+):
+    X, y, C, _ = _check_training(X, y, n_classes)  # finite, non-empty X; labels; n_classes ≥ 2
+    N, D = X.shape
+    _v.nonnegative("noise_multiplier", noise_multiplier)
+    _v.positive("clip", clip)
+    _v.positive("learning_rate", learning_rate)
+    R = int(n_runs)
+    if R < 1:
+        raise ValueError("n_runs must be >= 1")
+    if not (1 <= batch_size <= N):
+        raise ValueError(f"batch_size must be in [1, N={N}], got {batch_size}")
+    if clip <= 0 or noise_multiplier < 0 or epochs <= 0:
+        raise ValueError("need clip > 0, noise_multiplier >= 0, epochs > 0")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng must be a numpy.random.Generator")
+
+    steps = dpsgd_steps(N, batch_size, epochs, sampling)
+    theta = np.zeros((R, C * D))  # θᵀ (C, D) per run, flattened: the fast layout for the products below
+    if theta0 is not None:
+        theta.reshape(R, C, D)[...] = np.swapaxes(np.asarray(theta0, dtype=np.float64), -1, -2)
+    out = dpsgd_loop(X, theta, softmax_clipped_sum(y, X, C, clip), rng=rng, batch_size=batch_size, steps=steps,
+                     sampling=sampling, noise_std=float(noise_multiplier) * float(clip),
+                     lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace)
+    theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1))
+    return (theta, out) if return_trace else theta
 
 
 def clip_norm(value: float, batch_size: int, scale: str) -> float:
@@ -120,6 +193,22 @@ class DPSGD(Method):
                 "composition": "rdp" if p["accountant"] == "rdp" else "pld",
                 "accountant": f"{p['accountant']}/{p['conversion'] if p['accountant'] == 'rdp' else 'pld'}",
                 "epsilon_achieved": achieved, "sampling": p["sampling"]}
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        """One softmax model by DP-SGD with the method's settings (the tuned ``clip`` as a setting; batch size
+        capped at n), σ from :func:`dpsgd_noise_calibration` for the replace-one (ε, δ)."""
+        s = self.settings
+        n = X.shape[0]
+        b = min(int(s["batch_size"]), n)
+        relation = s.get("neighbouring", "replace_one")
+        cal = dpsgd_noise_calibration(n, b, s["epochs"], s["sampling"], epsilon, delta, relation, s["accountant"],
+                                      s["conversion"])
+        theta = dpsgd_softmax(X, y, n_classes, noise_multiplier=cal.noise_multiplier,
+                              clip=clip_norm(s["clip"], b, s.get("clip_scale", "per_example")), batch_size=b,
+                              epochs=s["epochs"], learning_rate=s["learning_rate"], rng=rng, n_runs=1,
+                              sampling=s["sampling"])[0]
+        return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": cal.epsilon,
+                       "delta_add_remove": cal.delta}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         c0 = cells[0]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbench.methods.base import TRAINING, Method, Setting, linear_scores
 from dpbench.methods.output_perturbation import _pos
 
 DOMAINS = ("box", "sphere")
@@ -181,3 +182,21 @@ def functional_mechanism_logistic(X, y01, epsilon: float, rng: np.random.Generat
     epsilon = _pos("epsilon", epsilon)
     delta = fm_logistic_sensitivity(X.shape[1], domain)
     return _run(*fm_logistic_objective(X, y), delta, epsilon, rng, ridge, trim)
+
+
+@TRAINING.register
+class FunctionalMechanism(Method):
+    """:func:`functional_mechanism_logistic` as a training method (labels {0, 1}: class 1), rows on the unit
+    sphere by default (setting ``domain``, block ``erm``); pure ε."""
+
+    name = "functional_mechanism"
+    label = "functional mechanism"
+    kind = "training"
+    depends_on = ("epsilon", "rep")
+    binary_only = True
+    settings_spec = (Setting("domain", "erm", default="sphere", schema={"enum": ["sphere", "box"]}),)
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        r = functional_mechanism_logistic(X, (y == 1).astype(float), epsilon, rng, domain=self.settings["domain"])
+        return linear_scores(r.w, 2), {"noise_scale": r.sensitivity / epsilon}
+

@@ -32,7 +32,7 @@ import numpy as np
 
 from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity_grad_norm_tol
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting, accuracy_of_logits
-from dpbench.methods.non_private import LBFGS_SETTINGS, trained_softmax
+from dpbench.methods.non_private import LBFGS_SETTINGS, fit_minimiser, trained_softmax
 from dpbench.methods.sensitivity import solver_record
 from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
@@ -128,6 +128,18 @@ class LossPerturbation(Method):
         # the effective l2 is the key: CV values that collapse to the same objective share cells
         return {"l2_effective": l2, "error_fraction": self.settings["error_fraction"],
                 "maxiter": self.settings["maxiter"], "neighbouring": self.settings.get("neighbouring", "replace_one")}
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        """Loss perturbation at the settings' CV value ``l2`` (effective l2 from ``regularizer``), warm-started at
+        the solver-aware non-private fit at the effective l2 (:func:`~dpbench.methods.non_private.fit_minimiser`)."""
+        s = self.settings
+        ef, nb = s["error_fraction"], s.get("neighbouring", "replace_one")
+        l2 = loss_perturbation_l2(s["regularizer"], loss_perturbation_noise(epsilon, delta, n_classes, nb)[2],
+                                  X.shape[0], s["l2"])
+        theta0 = fit_minimiser(X, y, n_classes, l2, s["maxiter"], ef)
+        theta, kind, scale = loss_perturbation_fit(X, y, n_classes, l2, epsilon, delta, rng, theta0, neighbouring=nb,
+                                                   error_fraction=ef, maxiter=s["maxiter"])
+        return theta, {"noise_kind": kind, "noise_scale": scale, "l2_effective": l2}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         out = []

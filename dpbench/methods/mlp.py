@@ -5,6 +5,9 @@ full per-example gradient, Poisson sampling, RDP accountant) vs subsample-and-ag
 (no L2, exponential mechanism on the votes), and the non-private MLP as reference. The other methods need
 a convex, Lipschitz, smooth loss (assumptions 1 and 3, §4.3 footnote 1) and are not applicable.
 
+The private learner :func:`dpsgd_mlp` runs the DP-SGD loop of :mod:`dpbench.learn.dpsgd` with the MLP's
+per-example clipped-sum plug (:func:`dpbench.learn.mlp.mlp_clipped_sum`).
+
 Training runs are keyed by content (problem, settings, repetition), so results do not depend on how
 repetitions are grouped or on the number of workers.
 """
@@ -13,11 +16,85 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbench.learn.mlp import dpsgd_mlp, fit_mlp, fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_predict_many
+from dpbench.learn.dpsgd import dpsgd_loop, dpsgd_steps, lr_factors
+from dpbench.learn.mlp import (MLPParams, _check_clip, _check_common, _check_sizes, _init_runs, _streams, fit_mlp,
+                               fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_clipped_sum, mlp_predict_many)
+from dpbench.learn.softmax import _as_float_matrix, _check_labels, blas_thread_limit
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
 from dpbench.methods.dpsgd import DPSGD, clip_norm, dpsgd_settings
 from dpbench.methods.subsample_aggregate import add_votes, disjoint_parts, private_vote_accuracy
 from dpbench.store import content_key
+
+
+def dpsgd_mlp(
+    X,
+    y,
+    n_classes,
+    hidden,
+    noise_multiplier,
+    clip,
+    batch_size,
+    epochs,
+    learning_rate,
+    rng,
+    n_runs=1,
+    sampling="poisson",
+    schedule=None,
+    return_trace=False,
+    *,
+    params0=None,
+    blas_threads=1,
+):
+    """Run ``n_runs`` independent DP-SGD trainings of the MLP (Eq. 4, GLOBAL clipping to ``clip`` = ν) at once.
+
+    One step, per run: g̃ = ( Σ_{n∈𝓑} min(1, ν/‖g_n‖) g_n + N(0, σ²ν² I_P) ) / denom,  θ ← θ − η_t g̃,
+    with ‖g_n‖ the norm of the full per-example gradient over all P parameters (module docstring) and
+    σ = ``noise_multiplier``. Sampling, step count (:func:`dpsgd_steps`), ``denom`` (q·N = batch_size for
+    ``"poisson"``, the actual batch size for ``"shuffle"``) and the padding of Poisson batches with
+    zero-weight rows are exactly those of :func:`dpbench.methods.dpsgd.dpsgd_softmax`; plain SGD (no momentum, no
+    weight decay — paper §4.1, code momentum 0 for DP-SGD). ``schedule``: None/"constant" or "step"
+    (:func:`lr_factors`). Each run starts from :func:`init_mlp` drawn from ``rng`` (or ``params0``, a single
+    MLP or a stack of ``n_runs``). ``rng``: one Generator, or one per run (:mod:`dpbench.learn.mlp`). No noise is
+    drawn when σ = 0.
+
+    Returns the stacked MLPParams (n_runs, …); with ``return_trace=True`` returns ``(params, trace)`` with
+    ``"batch_size"`` (steps, n_runs), ``"max_clipped_norm"`` (steps, n_runs) (largest s_n‖g_n‖ of each step),
+    ``"lr"`` (steps,), ``"steps"``, ``"denom"``. ``blas_threads`` as in ``dpsgd_softmax`` (default 1).
+    """
+    X = _as_float_matrix(X)
+    N, D = X.shape
+    C = int(n_classes)
+    _check_sizes(D, hidden, C)
+    y = _check_labels(y, N, C)
+    R = int(n_runs)
+    if R < 1:
+        raise ValueError("n_runs must be >= 1")
+    _check_clip(clip)
+    if not (np.isscalar(noise_multiplier) and noise_multiplier >= 0 and np.isfinite(noise_multiplier)):
+        raise ValueError(f"noise_multiplier must be a finite number >= 0, got {noise_multiplier!r}")
+    if not (np.isscalar(epochs) and epochs > 0):
+        raise ValueError(f"epochs must be > 0, got {epochs!r}")
+    schedule = _check_common(batch_size, N, learning_rate, schedule)
+    steps = dpsgd_steps(N, batch_size, epochs, sampling)  # validates sampling
+    if steps < 1:
+        raise ValueError("epochs too small: no DP-SGD step would be taken")
+    streams = _streams(rng, R)
+    with blas_thread_limit(blas_threads):
+        return _dpsgd(X, y, C, int(hidden), float(noise_multiplier), float(clip), int(batch_size), steps,
+                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0)
+
+
+def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
+           return_trace, params0):
+    N, D = X.shape
+    theta = _init_runs(streams, R, D, H, C, params0)
+    shared, gens = streams
+    trace = dpsgd_loop(X, theta, mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
+                       batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
+                       lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace)
+    params = MLPParams.from_flat(theta, D, H, C)
+    return (params, trace) if return_trace else params
+
 
 _SGD = ("hidden", "schedule", "epochs", "batch_size", "learning_rate")
 

@@ -58,6 +58,13 @@ class NonPrivate(Method):
         return {"l2": float(tuned), "error_fraction": self.settings["error_fraction"],
                 "maxiter": self.settings["maxiter"]}
 
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        """The non-private reference of a study that trains single models: L-BFGS on mean cross-entropy +
+        (l2/2)‖θ‖² stopped by scipy's criteria (``gtol``, default 1e-5, and ``maxiter``) — nothing is released
+        privately, so the solver-aware stopping rule of the grid's fits is not needed. No random draw."""
+        s = self.settings
+        return fit_softmax(X, y, n_classes, l2=s["l2"], gtol=s.get("gtol", 1e-5), maxiter=s["maxiter"]), {}
+
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         out = []
         for cell in cells:

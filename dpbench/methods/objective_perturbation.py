@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbench.methods.output_perturbation import _pos, check_data, curvature, erm_ball, lipschitz
+from dpbench.methods.base import TRAINING
+from dpbench.methods.output_perturbation import ERMMethod, _pos, check_data, curvature, erm_ball, lipschitz
 from dpbench.privacy.mechanisms import sample_l2_laplace
 
 __all__ = ["objective_perturbation_calibration", "ObjPertResult", "objective_perturbation"]
@@ -71,3 +72,16 @@ def objective_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float
     b = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
     w = erm_ball(loss, X, y, float(lam) + extra, R, b=b)
     return ObjPertResult(w, float(lam), extra, eps_p, 2.0 * rho / eps_p)
+
+
+@TRAINING.register
+class ObjectivePerturbation(ERMMethod):
+    """:func:`objective_perturbation` with the logistic loss on the ball ‖w‖ ≤ R."""
+
+    name = "objective_perturbation"
+    label = "objective perturbation (CMS11)"
+    mechanism = staticmethod(objective_perturbation)
+
+    @staticmethod
+    def noise_scale(r, epsilon):
+        return r.noise_scale

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbench.methods.base import TRAINING, Method, Setting, linear_scores
 from dpbench.privacy.mechanisms import exponential_mechanism, sample_l2_laplace
 
 LOSSES = ("squared", "logistic")
@@ -512,3 +513,35 @@ def private_tuning(loss: str, chunks: Sequence[tuple[np.ndarray, np.ndarray]], v
     p /= p.sum()
     i = int(exponential_mechanism(rng, -L, beta))
     return TuningResult(W[i], i, pairs[i][0], pairs[i][1], W, L, p, du)
+
+
+#: the settings of the wu2016 ch. 4 mechanisms as training methods (config block ``erm``): λ and the radius R
+ERM_SETTINGS = (Setting("lam", "erm"), Setting("radius", "erm"))
+
+
+class ERMMethod(Method):
+    """A wu2016 ch. 4 mechanism as a training method: binary logistic regression (class 1 = +1) on the ball
+    ‖w‖ ≤ R, pure ε; subclasses name the ``mechanism`` and how its result gives the noise scale."""
+
+    kind = "training"
+    depends_on = ("epsilon", "rep")
+    binary_only = True
+    settings_spec = ERM_SETTINGS
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        r = self.mechanism("logistic", X, np.where(y == 1, 1.0, -1.0), self.settings["lam"], self.settings["radius"],
+                           epsilon, rng)
+        return linear_scores(r.w, 2), {"noise_scale": self.noise_scale(r, epsilon)}
+
+
+@TRAINING.register
+class OutputPerturbationERM(ERMMethod):
+    """Alg 6 (:func:`output_perturbation`) with the logistic loss on the ball ‖w‖ ≤ R."""
+
+    name = "output_perturbation_erm"
+    label = "output perturbation, ERM on ball (wu2016 ch. 4)"
+    mechanism = staticmethod(output_perturbation)
+
+    @staticmethod
+    def noise_scale(r, epsilon):
+        return r.sensitivity / epsilon

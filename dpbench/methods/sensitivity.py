@@ -20,7 +20,7 @@ import numpy as np
 
 from dpbench.learn import LIPSCHITZ_K, SOLVER_ERROR_FRACTION, sensitivity_grad_norm_tol, solver_error_fraction
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, accuracy_of_logits
-from dpbench.methods.non_private import LBFGS_SETTINGS, trained_softmax
+from dpbench.methods.non_private import LBFGS_SETTINGS, fit_minimiser, trained_softmax
 from dpbench.privacy import analytic_gaussian_sigma, per_query_gaussian_multiplier, sample_gaussian, sample_l2_laplace
 
 
@@ -102,6 +102,22 @@ class ModelSensitivity(_TrainedModelMethod):
     kind = "training"
     style = dict(color="tab:orange", marker="s")
     depends_on = ("epsilon", "delta", "rep")
+
+    def train(self, X, y, n_classes, epsilon, delta, rng):
+        """Output perturbation of the solver-aware fit (:func:`fit_minimiser`) at the settings' ``l2``: Alg. 1
+        (δ = 0) or Alg. 3 (δ > 0)."""
+        released, kind, scale = self._release(X, y, n_classes, epsilon, delta, rng, ())
+        return released, {"noise_kind": kind, "noise_scale": scale}
+
+    def releases(self, X, y, n_classes, epsilon, delta, rng, trials, shared_rng):
+        """The fit once (it is deterministic), then ``trials`` independent noise draws in one vectorised draw."""
+        return self._release(X, y, n_classes, epsilon, delta, rng, int(trials))[0]
+
+    def _release(self, X, y, n_classes, epsilon, delta, rng, size):
+        s = self.settings
+        ef = s.get("error_fraction", SOLVER_ERROR_FRACTION)
+        theta = fit_minimiser(X, y, n_classes, s["l2"], s["maxiter"], ef)
+        return model_sensitivity_release(theta, X.shape[0], s["l2"], epsilon, delta, rng, ef, size=size)
 
     def _evaluate(self, problem, theta, logits, cell, rng):
         p = cell.param

@@ -174,7 +174,7 @@ def test_bolt_on_saturation_pair_beats_the_previous_pair():
     """ε_pair/ε = ‖w_D − w_D′‖/Δ of the noiseless bolt-on PSGD (m = 5000, b = 50, 10 passes, λ = 1e-3, one
     shared order): the previous pair has |ℓ′| = 1/2, the saturation pair |ℓ′| ≈ 0.95 with a ≈ 0.93."""
     from dpbench.audit.methods import _bias_pair, _push_margin, _saturated_canary
-    from dpbench.learn import psgd_many as many
+    from dpbench.methods import private_psgd_many as many
 
     m, lam = 5000, 1e-3
 

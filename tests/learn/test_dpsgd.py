@@ -1,4 +1,5 @@
-"""Tests of dpbench.learn.dpsgd: clipping (Eq. 4, global), sampling, determinism, SGD equivalence."""
+"""Tests of dpbench.learn.dpsgd and its softmax learner dpbench.methods.dpsgd.dpsgd_softmax: clipping (Eq. 4,
+global), sampling, determinism, SGD equivalence."""
 
 import math
 
@@ -9,12 +10,12 @@ import pytest
 from dpbench.learn import (
     clip_scales,
     clipped_contributions,
-    dpsgd_softmax,
     lr_factors,
     per_example_gradient_norms,
     poisson_batches,
     softmax_objective,
 )
+from dpbench.methods.dpsgd import dpsgd_softmax
 
 
 
@@ -226,7 +227,7 @@ _FROZEN_DPSGD = {
 
 @pytest.mark.parametrize("sampling", ["poisson", "shuffle"])
 def test_shared_dpsgd_loop_reproduces_the_softmax_and_mlp_loops_it_replaced(sampling):
-    from dpbench.learn import dpsgd_mlp
+    from dpbench.methods.mlp import dpsgd_mlp
 
     g = np.random.default_rng(0)
     X = g.standard_normal((40, 4))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpbench.learn.dpsgd import dpsgd_softmax
 from dpbench.learn.softmax import accuracy, fit_softmax, fit_softmax_many
+from dpbench.methods.dpsgd import dpsgd_softmax
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(20, 3))

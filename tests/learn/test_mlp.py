@@ -10,7 +10,6 @@ import dpbench.learn.mlp as mlp_mod
 from dpbench.learn import dpsgd_steps, fit_softmax, accuracy, poisson_batches
 from dpbench.learn.mlp import (
     MLPParams,
-    dpsgd_mlp,
     fit_mlp,
     fit_mlp_many,
     init_mlp,
@@ -24,6 +23,7 @@ from dpbench.learn.mlp import (
     mlp_predict,
     mlp_predict_many,
 )
+from dpbench.methods.mlp import dpsgd_mlp
 
 D, H, C = 12, 8, 4
 X, Y = unit_ball_data(600, D, C, 0)

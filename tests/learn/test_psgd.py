@@ -14,15 +14,14 @@ from dpbench.learn.psgd import (
     StepSchedule,
     accuracy_pm1,
     evaluate_linear,
-    gaussian_batch_noise,
     get_loss,
-    l2_laplace_batch_noise,
     make_schedule,
     project_l2_ball,
     psgd,
     regularized_risk,
     total_updates,
 )
+from dpbench.methods.private_psgd import gaussian_batch_noise, l2_laplace_batch_noise
 
 LOSSES = [LogisticLoss(), HuberHingeLoss(0.5), HuberHingeLoss(0.1)]
 

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpbench.learn import private_psgd as pp
+from dpbench.methods import private_psgd as pp
 from dpbench.learn import psgd_many as pm
+from dpbench.methods import private_psgd_many as ppm
 
 engine = importlib.import_module("dpbench.learn.psgd")
 
@@ -38,7 +39,7 @@ def test_noiseless_matches_the_engine():
 @pytest.mark.parametrize("delta,l2,radius", [(0.0, 0.0, None), (1e-3, 0.01, 100.0)])
 def test_scs13_matches_one_model(delta, l2, radius):
     w, info = pp.scs13_psgd(X, y, "logistic", 3, 10, 0.5, g(), l2=l2, radius=radius, delta=delta)
-    W, minfo = pm.scs13_many(X, Y1, "logistic", 3, 10, [0.5], g(), l2=l2, radius=radius, delta=delta)
+    W, minfo = ppm.scs13_many(X, Y1, "logistic", 3, 10, [0.5], g(), l2=l2, radius=radius, delta=delta)
     np.testing.assert_allclose(W[0, 0], w, rtol=1e-12, atol=1e-14)
     assert minfo["noise_scale"][0] == pytest.approx(info["noise_scale"])
 
@@ -46,7 +47,7 @@ def test_scs13_matches_one_model(delta, l2, radius):
 @pytest.mark.parametrize("l2,radius", [(0.01, None), (0.0, 3.0)])
 def test_bst14_matches_one_model(l2, radius):
     w, info = pp.bst14_psgd(X, y, "logistic", 0.5, 1e-3, g(), batch_size=10, passes=2, l2=l2, radius=radius)
-    W, minfo = pm.bst14_many(X, Y1, "logistic", [0.5], 1e-3, g(), batch_size=10, passes=2, l2=l2, radius=radius)
+    W, minfo = ppm.bst14_many(X, Y1, "logistic", [0.5], 1e-3, g(), batch_size=10, passes=2, l2=l2, radius=radius)
     np.testing.assert_allclose(W[0, 0], w, rtol=1e-10, atol=1e-12)
     assert minfo["sigma"][0] == pytest.approx(info["sigma"]) and minfo["steps"] == info["steps"]
 
@@ -54,7 +55,7 @@ def test_bst14_matches_one_model(l2, radius):
 @pytest.mark.parametrize("l2,delta", [(0.01, 0.0), (0.0, 1e-3), (0.01, 1e-3)])
 def test_bolt_on_matches_one_model(l2, delta):
     w, info = pp.bolt_on_psgd(X, y, "logistic", 3, 10, 0.5, delta, g(), l2=l2)
-    W, minfo = pm.bolt_on_many(X, Y1, "logistic", 3, 10, [0.5], delta, g(), l2=l2)
+    W, minfo = ppm.bolt_on_many(X, Y1, "logistic", 3, 10, [0.5], delta, g(), l2=l2)
     np.testing.assert_allclose(W[0, 0], w, rtol=1e-12, atol=1e-14)
     assert minfo["sensitivity"] == pytest.approx(info["sensitivity"])
     assert minfo["noise_scale"][0] == pytest.approx(info["noise_scale"])
@@ -80,7 +81,7 @@ def test_per_model_step_scale_and_radius():
 def test_l2_laplace_noise_scales_per_model():
     """‖Z_m‖ ~ Gamma(d, 2/ε_m) / b: the mean norm of each model's draws matches 2d/(ε_m b)."""
     eps = np.array([0.5, 2.0, 8.0])
-    hook = pm.l2_laplace_noise_many(eps)
+    hook = ppm.l2_laplace_noise_many(eps)
     r = g(7)
     d, b = 5, 4
     norms = np.array([np.linalg.norm(hook(r, 3, d, b), axis=1) for _ in range(4000)])
@@ -90,7 +91,7 @@ def test_l2_laplace_noise_scales_per_model():
 
 
 def test_gaussian_noise_scales_per_model_and_batch_divisor():
-    hook = pm.gaussian_noise_many([1.0, 3.0], batch_size=2)
+    hook = ppm.gaussian_noise_many([1.0, 3.0], batch_size=2)
     z = np.array([hook(g(i), 2, 4, 10) for i in range(3000)])      # m = 10 > b = 2: divisor 2
     np.testing.assert_allclose(z.std(axis=(0, 2)), [0.5, 1.5], rtol=0.05)
     with pytest.raises(ValueError, match="built for 2 models"):
@@ -99,7 +100,7 @@ def test_gaussian_noise_scales_per_model_and_batch_divisor():
 
 def test_bolt_on_many_shares_one_noiseless_run_across_epsilons():
     Yk = np.column_stack([y, -y])
-    W, info = pm.bolt_on_many(X, Yk, "logistic", 2, 5, [0.5, 1.0, 2.0], 0.0, g())
+    W, info = ppm.bolt_on_many(X, Yk, "logistic", 2, 5, [0.5, 1.0, 2.0], 0.0, g())
     assert W.shape == (3, 2, X.shape[1]) and info["W0"].shape == (2, X.shape[1])
     np.testing.assert_allclose(info["noise_scale"], info["sensitivity"] / np.array([0.5, 1.0, 2.0]))
     W0 = pm.psgd_many(X, Yk, "logistic", 2, 5, 1 / math.sqrt(X.shape[0]), g(), last_batch="drop")
@@ -107,7 +108,7 @@ def test_bolt_on_many_shares_one_noiseless_run_across_epsilons():
 
 
 def test_bst14_convex_step_depends_on_sigma():
-    W, info = pm.bst14_many(X, Y1, "logistic", [0.2, 2.0], 1e-3, g(), batch_size=5, radius=2.0)
+    W, info = ppm.bst14_many(X, Y1, "logistic", [0.2, 2.0], 1e-3, g(), batch_size=5, radius=2.0)
     d = X.shape[1]
     G = np.sqrt(d * info["sigma"] ** 2 * 4 + 25)
     np.testing.assert_allclose(info["step_c"], 4.0 / G)
@@ -125,9 +126,9 @@ def test_one_vs_all_labels_and_validation():
     with pytest.raises(ValueError, match="sampling"):
         pm.psgd_many(X, Y1, "logistic", 1, 5, 0.1, g(), sampling="poisson")
     with pytest.raises(ValueError, match="epsilons"):
-        pm.scs13_many(X, Y1, "logistic", 1, 5, [0.0], g())
+        ppm.scs13_many(X, Y1, "logistic", 1, 5, [0.0], g())
     with pytest.raises(ValueError, match="radius"):
-        pm.bst14_many(X, Y1, "logistic", [1.0], 1e-3, g())
+        ppm.bst14_many(X, Y1, "logistic", [1.0], 1e-3, g())
 
 
 def _scs13_logratios(eps_noise, N=20_000, seed=5, min_count=200):
@@ -138,7 +139,7 @@ def _scs13_logratios(eps_noise, N=20_000, seed=5, min_count=200):
 
     X = np.ones((4, 1))
     ys = (np.ones(4), np.array([1.0, 1.0, 1.0, -1.0]))
-    out = [pm.scs13_many(X, yy[:, None], HuberHingeLoss(0.5), 1, 4, np.full(N, eps_noise), g(seed + j))[0][:, 0, 0]
+    out = [ppm.scs13_many(X, yy[:, None], HuberHingeLoss(0.5), 1, 4, np.full(N, eps_noise), g(seed + j))[0][:, 0, 0]
            for j, yy in enumerate(ys)]
     edges = np.linspace(-2.5, 3.5, 49)
     c1, _ = np.histogram(out[0], edges)
@@ -174,14 +175,14 @@ _FROZEN_ENGINES = {
 
 
 def test_merged_engine_reproduces_psgd_many_and_sgd_runs():
-    from dpbench.learn import ldp_sgd as L
+    from dpbench.methods import ldp_sgd as L
 
     gen = np.random.default_rng(0)
     X = gen.standard_normal((30, 3))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     W = pm.psgd_many(X, np.c_[y, -y], "logistic", 2, 4, "inv_sqrt", g(1), l2=0.1, radius=[1.0, 2.0],
-                     batch_noise=pm.l2_laplace_noise_many([1.0, 2.0]))
+                     batch_noise=ppm.l2_laplace_noise_many([1.0, 2.0]))
     np.testing.assert_allclose(W[:, 0], _FROZEN_ENGINES["psgd_many"], rtol=1e-12)
     seq = np.stack([g(5 + r).permutation(30) for r in range(2)])
     eta = np.tile(1.0 / np.arange(1, 6), (3, 1))

@@ -54,7 +54,7 @@ def test_trained_models_match_the_former_training_chain(key):
 
 def test_every_method_has_a_trainer_and_unknown_or_non_binary_raise():
     cfg, X, ys = _setup()
-    assert set(mc._TRAINERS) == set(mc.METHODS)
+    assert set(mc.METHOD_CLASS) == set(mc.METHODS)
     with pytest.raises(ValueError, match="unknown method"):
         mc.train(cfg, "nope", X, ys[2], 2, 1.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="binary"):

@@ -5,7 +5,7 @@ neighbouring data sets (one raw row replaced by a worst-case row) through the st
 Update (3.6) adds noise calibrated to a batch-gradient sum of sensitivity 2 (replace-one neighbours, ‖∇ℓ‖ ≤ ‖x‖ ≤ 1)
 and the pass is ε-DP by parallel composition: only the batch holding the replaced row may change, by at most 2.
 So over a pass, Σ_t ‖b·(G_t(D) − G_t(D′))‖ ≤ 2 must hold at any common iterate. The gradients are the study's
-training engine's (:func:`dpbench.learn.ldp_sgd.sgd_runs`, one noiseless step from w = 0 per batch).
+training engine's (:func:`dpbench.methods.ldp_sgd.sgd_runs`, one noiseless step from w = 0 per batch).
 The data-independent default keeps it; the source's per-feature min-max on the training rows does not."""
 
 import copy
@@ -17,7 +17,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
 from dpbench.studies import load_config
 from dpbench.data import kddcup99 as kdd
 from dpbench.data.registry import Dataset
-from dpbench.learn import ldp_sgd as L
+from dpbench.methods import ldp_sgd as L
 from dpbench.studies import song2018
 from dpbench.studies.song2018 import ch34_data as ch34
 

@@ -1,4 +1,4 @@
-"""song2018 chapters 3-4 library (dpbench.learn.ldp_sgd): Thm 4.2.1, the ε-LDP oracle, Algorithms 1-2, the engine.
+"""song2018 chapters 3-4 library (dpbench.methods.ldp_sgd): Thm 4.2.1, the ε-LDP oracle, Algorithms 1-2, the engine.
 
 Statistical checks use fixed seeds (deterministic) and every guarantee check is paired with a mis-calibrated
 variant that it must flag (power check), so no test is vacuous.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpbench.learn import ldp_sgd as L
+from dpbench.methods import ldp_sgd as L
 from dpbench.learn.psgd import StepSchedule, psgd
 
 N = 200_000

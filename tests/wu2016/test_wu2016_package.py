@@ -35,7 +35,7 @@ def test_each_chapter_hashes_its_own_computation_only():
         assert other not in mods and other.replace("compute", "data") not in mods
         assert not [m for m in mods if m.split(".")[-1] in NOT_COMPUTE
                     or m in ("dpbench.plot", "dpbench.verdicts", "dpbench.studies.base")], name
-    assert {"dpbench.learn.private_psgd", "dpbench.learn.psgd", "dpbench.learn.psgd_many",
+    assert {"dpbench.methods.private_psgd", "dpbench.learn.psgd", "dpbench.learn.psgd_many",
             "dpbench.privacy.mechanisms", "dpbench.studies.wu2016.ch3_data"} <= set(closure([CH3]))
     assert {"dpbench.methods.output_perturbation", "dpbench.methods.objective_perturbation",
             "dpbench.methods.functional_mechanism", "dpbench.attacks.model_inversion", "dpbench.data.warfarin",

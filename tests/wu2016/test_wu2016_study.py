@@ -10,6 +10,7 @@ import pytest
 from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
 from dpbench.studies import load_config
 from dpbench.learn import psgd_many
+from dpbench.methods import private_psgd_many
 from dpbench.studies import wu2016
 from dpbench.studies.wu2016 import ch3_compute as ch3
 
@@ -107,6 +108,7 @@ def test_fig3_2_rows_are_reproducible_and_cached(config, monkeypatch):
         raise AssertionError("a cached unit was retrained")
 
     monkeypatch.setattr(psgd_many, "psgd_many", boom)
+    monkeypatch.setattr(private_psgd_many, "psgd_many", boom)
     again = run_all(config, "fig3_2")
     pd.testing.assert_frame_equal(df, again)
 

@@ -23,7 +23,6 @@ sensitivity bound. Binary datasets use labels {0, 1} (class 1 = the ±1 datasets
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -128,19 +127,12 @@ def shadow_halves(config: dict, dataset: str, n: int, k: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# training: each method through the project's own training code; every model is a (d, C) score matrix
+# training: each method through its Method object (dpbench.methods); every model is a (d, C) score matrix
 # ---------------------------------------------------------------------------------------------------------
 
-
-def _binary_scores(w: np.ndarray) -> np.ndarray:
-    """A ±1 linear model w as a two-class score matrix: logits (0, ⟨w, x⟩), so p(class 1) = σ(⟨w, x⟩)."""
-    return np.c_[np.zeros(w.shape[-1]), w]
-
-
-def _ova_scores(W: np.ndarray, n_classes: int) -> np.ndarray:
-    """K one-vs-all (or one binary) models (K, d) as a (d, C) score matrix (released scores ⟨w_k, x⟩; the
-    black-box output is their softmax — post-processing of the released models)."""
-    return _binary_scores(W[0]) if n_classes == 2 else np.ascontiguousarray(W.T)
+#: the Method (:func:`dpbench.methods.training_method`) that trains each of the study's methods: the vdm2020 grid
+#: methods (output perturbation is vdm2020's model sensitivity) and the TRAINING methods of wu2016 ch. 3 and 4
+METHOD_CLASS = {m: ("model_sensitivity" if m == "output_perturbation" else m) for m in METHODS}
 
 
 def method_delta(cfg: dict, method: str) -> float:
@@ -157,164 +149,76 @@ def game_budget(cfg: dict, method: str, epsilon: float) -> tuple[float, float]:
     return float(epsilon), delta
 
 
+def method_settings(cfg: dict, method: str) -> dict | None:
+    """The settings of the vdm2020 method that trains ``method``, from the keys of the study's ``training`` block
+    (named this study's own way); None for the TRAINING methods, which read their declared settings from that
+    block themselves (:meth:`~dpbench.methods.Method.from_config`, blocks ``psgd`` and ``erm``)."""
+    from dpbench.learn import SOLVER_ERROR_FRACTION
+
+    tc = cfg["training"]
+    dc = tc["dpsgd"]
+    lbfgs = {"l2": tc["l2"], "maxiter": tc["maxiter"], "error_fraction": SOLVER_ERROR_FRACTION}
+    vdm2020 = {
+        "non_private": {"l2": tc["l2_non_private"], "gtol": tc["gtol"], "maxiter": tc["maxiter"]},
+        "output_perturbation": lbfgs,
+        "loss_perturbation": {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]},
+        # ``replace_one: half_budget`` calibrates the add/remove budget whose replace-one guarantee is (ε, δ) (the
+        # method's ``neighbouring: replace_one``), ``double_bound`` calibrates (ε, δ) add/remove
+        "dpsgd": {"clip": dc["clip"], "clip_scale": "per_example", "batch_size": dc["batch_size"],
+                  "epochs": dc["epochs"], "learning_rate": dc["learning_rate"], "sampling": "poisson",
+                  "accountant": "rdp", "conversion": dc["conversion"],
+                  "neighbouring": "add_remove" if dc["replace_one"] == "double_bound" else "replace_one"},
+    }
+    return vdm2020.get(method)
+
+
+def method_object(cfg: dict, method: str, n_classes: int):
+    """The Method object that trains ``method`` with the study's settings (ValueError for an unknown method or a
+    binary-only method on more than two classes)."""
+    from dpbench.methods import training_method
+
+    if method not in METHOD_CLASS:
+        raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
+    cls = training_method(METHOD_CLASS[method])
+    if cls.binary_only and int(n_classes) != 2:
+        raise ValueError(f"{method} is binary logistic regression only")
+    settings = method_settings(cfg, method)
+    if settings is None:
+        return cls.from_config(cfg["training"], prefix=f"studies.{STUDY}.training")
+    return cls(**settings)
+
+
 def train(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
           rng: np.random.Generator, noise_factor: float = 1.0) -> tuple[np.ndarray, dict]:
-    """Train ``method`` on (X, y) at replace-one budget ε (and the configured δ for (ε, δ) methods), through
-    the learners of the studies the attacks target: the vdm2020 methods (:mod:`dpbench.methods.sensitivity`,
-    :mod:`~dpbench.methods.loss_perturbation`, :mod:`~dpbench.methods.dpsgd`), the wu2016 ch. 3 many-model
-    PSGD algorithms (:mod:`dpbench.learn.psgd_many`) and the wu2016 ch. 4 mechanisms.
+    """Train ``method`` on (X, y) at replace-one budget ε (and the configured δ for (ε, δ) methods) through
+    :meth:`~dpbench.methods.Method.train` of the Method objects the attacked studies use: the vdm2020 methods
+    (:mod:`dpbench.methods.sensitivity`, :mod:`~dpbench.methods.loss_perturbation`, :mod:`~dpbench.methods.dpsgd`),
+    the wu2016 ch. 3 PSGD algorithms (:mod:`dpbench.methods.private_psgd_many`) and the wu2016 ch. 4 mechanisms.
 
     ``noise_factor`` is FAULT INJECTION for testing the audit: the mechanism is calibrated as if the budget
     were ε/noise_factor (for the L2-Laplace output and loss perturbation exactly: noise scale × noise_factor).
     Returns (score matrix (d, C), info)."""
-    if method not in _TRAINERS:
-        raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
-    tc = cfg["training"]
-    C = int(n_classes)
-    if method == "non_private":
-        from dpbench.learn import fit_softmax
-
-        return fit_softmax(X, y, C, l2=tc["l2_non_private"], gtol=tc["gtol"], maxiter=tc["maxiter"]), {}
-    if method in BINARY_ONLY and C != 2:
-        raise ValueError(f"{method} is binary logistic regression only")
+    m = method_object(cfg, method, n_classes)
     eps = float(epsilon) / float(noise_factor)
-    return _TRAINERS[method](tc, X, y, C, eps, method_delta(cfg, method), rng)
-
-
-def _train_output_perturbation(tc, X, y, C, eps, delta, rng):
-    """vdm2020 model sensitivity (Alg. 1): the solver-aware fit, then the L2-Laplace release (pure ε)."""
-    from dpbench.methods.non_private import fit_minimiser
-    from dpbench.methods.sensitivity import model_sensitivity_release
-
-    theta = fit_minimiser(X, y, C, tc["l2"], tc["maxiter"])
-    released, _, beta = model_sensitivity_release(theta, X.shape[0], tc["l2"], eps, 0.0, rng)
-    return released, {"noise_scale": 1 / beta}
-
-
-def _train_loss_perturbation(tc, X, y, C, eps, delta, rng):
-    """vdm2020 loss perturbation (Alg. 4, replace-one calibration, pure ε), warm-started at the non-private fit."""
-    from dpbench.learn import SOLVER_ERROR_FRACTION
-    from dpbench.methods.loss_perturbation import loss_perturbation_fit, loss_perturbation_l2, loss_perturbation_noise
-    from dpbench.methods.non_private import fit_minimiser
-
-    l2 = loss_perturbation_l2(tc["loss_perturbation_regularizer"], loss_perturbation_noise(eps, 0.0, C)[2],
-                              X.shape[0], tc["l2"])
-    theta0 = fit_minimiser(X, y, C, l2, tc["maxiter"])
-    theta, _, beta = loss_perturbation_fit(X, y, C, l2, eps, 0.0, rng, theta0, error_fraction=SOLVER_ERROR_FRACTION,
-                                           maxiter=tc["maxiter"])
-    return theta, {"noise_scale": 1 / beta, "l2_effective": l2}
-
-
-def _train_dpsgd(tc, X, y, C, eps, delta, rng):
-    """vdm2020 DP-SGD (Eq. 4, Poisson sampling, RDP accountant): ``replace_one: half_budget`` calibrates the
-    add/remove budget whose replace-one guarantee is (ε, δ) (the method's ``neighbouring: replace_one``),
-    ``double_bound`` calibrates (ε, δ) add/remove (``neighbouring: add_remove``)."""
-    from dpbench.learn import dpsgd_softmax
-    from dpbench.methods.dpsgd import dpsgd_noise_calibration
-
-    dc = tc["dpsgd"]
-    relation = "add_remove" if dc["replace_one"] == "double_bound" else "replace_one"
-    n = X.shape[0]
-    b = min(int(dc["batch_size"]), n)
-    cal = dpsgd_noise_calibration(n, b, dc["epochs"], "poisson", eps, delta, relation, "rdp", dc["conversion"])
-    theta = dpsgd_softmax(X, y, C, noise_multiplier=cal.noise_multiplier, clip=dc["clip"], batch_size=b,
-                          epochs=dc["epochs"], learning_rate=dc["learning_rate"], rng=rng, n_runs=1)[0]
-    return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": cal.epsilon,
-                   "delta_add_remove": cal.delta}
-
-
-def _psgd_labels(tc, X, y, C):
-    """±1 label columns (one binary model, or K one-vs-all models) and the batch size of the PSGD methods."""
-    from dpbench.learn import psgd_many as many
-
-    Yk = np.where(y == 1, 1.0, -1.0)[:, None] if C == 2 else many.one_vs_all_labels(y, C)
-    return Yk, min(int(tc["psgd"]["batch_size"]), X.shape[0])
-
-
-def _train_psgd(tc, X, y, C, eps, delta, rng, *, method):
-    """wu2016 ch. 3 bolt-on / SCS13 / BST14 (the study's many-model functions); one-vs-all: K binary models with
-    ε/K (and δ/K) each, basic composition."""
-    from dpbench.learn import psgd_many as many
-
-    pc = tc["psgd"]
-    Yk, b = _psgd_labels(tc, X, y, C)
-    K = Yk.shape[1]
-    if method == "bolt_on":
-        W, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0, rng, l2=pc["l2"])
-    elif method == "scs13":
-        W, info = many.scs13_many(X, Yk, "logistic", pc["passes"], b, [eps / K], rng, l2=pc["l2"],
-                                  radius=1.0 / pc["l2"])
-    else:
-        W, info = many.bst14_many(X, Yk, "logistic", [eps / K], delta / K, rng, batch_size=b,
-                                  passes=pc["passes"], l2=pc["l2"], radius=1.0 / pc["l2"])
-    return _ova_scores(W[0], C), {"noise_scale": float(np.ravel(info.get("noise_scale", info.get("sigma")))[0])}
-
-
-def _train_erm(tc, X, y, C, eps, delta, rng, *, method):
-    """wu2016 ch. 4 mechanisms on binary logistic regression (labels ±1, or {0, 1} for the functional mechanism)."""
-    ec = tc["erm"]
-    ypm = np.where(y == 1, 1.0, -1.0)
-    if method == "output_perturbation_erm":
-        from dpbench.methods.output_perturbation import output_perturbation
-
-        r = output_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
-        return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
-    if method == "objective_perturbation":
-        from dpbench.methods.objective_perturbation import objective_perturbation
-
-        r = objective_perturbation("logistic", X, ypm, ec["lam"], ec["radius"], eps, rng)
-        return _binary_scores(r.w), {"noise_scale": r.noise_scale}
-    from dpbench.methods.functional_mechanism import functional_mechanism_logistic
-
-    r = functional_mechanism_logistic(X, (y == 1).astype(float), eps, rng, domain="sphere")
-    return _binary_scores(r.w), {"noise_scale": r.sensitivity / eps}
-
-
-_TRAINERS = {"non_private": None, "output_perturbation": _train_output_perturbation,
-             "loss_perturbation": _train_loss_perturbation, "dpsgd": _train_dpsgd,
-             **{m: functools.partial(_train_psgd, method=m) for m in ("bolt_on", "scs13", "bst14")},
-             **{m: functools.partial(_train_erm, method=m) for m in BINARY_ONLY}}
-assert set(_TRAINERS) == set(METHODS)
+    return m.train(X, y, int(n_classes), eps, method_delta(cfg, method), rng)
 
 
 def release_many(cfg: dict, method: str, X: np.ndarray, y: np.ndarray, n_classes: int, epsilon: float,
                  trials: int, rng: np.random.Generator, shared_seed: int = 0,
                  noise_factor: float = 1.0) -> np.ndarray:
     """``trials`` independent releases (trials, d, C) of ``method`` on (X, y): the canary audit's
-    :data:`dpbench.attacks.canary.Release`.
+    :data:`dpbench.attacks.canary.Release`, from :meth:`~dpbench.methods.Method.releases`.
 
     Batched where the mechanism allows it: output perturbation solves the (deterministic) non-private problem
     ONCE and adds ``trials`` independent L2-Laplace draws; bolt-on PSGD runs the noiseless PSGD once, with its
     sampling order drawn from ``shared_seed`` (data-independent randomness, the same on both sides of the
     audit; the guarantee holds for every fixed order), and adds ``trials`` output-noise draws. Every other
-    method is trained ``trials`` times through :func:`train` with independent randomness (slow).
-    ``noise_factor``: the fault-injection hook of :func:`train`."""
-    tc = cfg["training"]
-    n, d = X.shape
-    C = int(n_classes)
-    T = int(trials)
+    method is trained ``trials`` times with independent randomness (slow). ``noise_factor``: the
+    fault-injection hook of :func:`train`."""
+    m = method_object(cfg, method, n_classes)
     eps = float(epsilon) / float(noise_factor)
-    if method == "output_perturbation":
-        from dpbench.methods.non_private import fit_minimiser
-        from dpbench.methods.sensitivity import model_sensitivity_release
-
-        theta = fit_minimiser(X, y, C, tc["l2"], tc["maxiter"])
-        return model_sensitivity_release(theta, n, tc["l2"], eps, 0.0, rng, size=T)[0]
-    if method == "bolt_on":
-        from dpbench.learn import psgd_many as many
-        from dpbench.privacy.mechanisms import output_noise
-
-        pc = tc["psgd"]
-        Yk, b = _psgd_labels(tc, X, y, C)
-        K = Yk.shape[1]
-        _, info = many.bolt_on_many(X, Yk, "logistic", pc["passes"], b, [eps / K], 0.0,
-                                    np.random.default_rng(int(shared_seed)), l2=pc["l2"])
-        z, _, _ = output_noise(rng, d, info["sensitivity"], eps / K, 0.0, size=(T, K))
-        W = info["W0"][None] + z                                    # (T, K, d)
-        if C == 2:
-            return np.stack([np.zeros((T, d)), W[:, 0]], axis=2)    # score matrices [0, w]
-        return np.ascontiguousarray(np.transpose(W, (0, 2, 1)))
-    return np.stack([train(cfg, method, X, y, C, epsilon, rng, noise_factor)[0] for _ in range(T)])
+    return m.releases(X, y, int(n_classes), eps, method_delta(cfg, method), rng, int(trials),
+                      np.random.default_rng(int(shared_seed)))
 
 
 def training_code_hash() -> str:

@@ -6,7 +6,7 @@ docs/studies/song2018.md. Chapter 7 (Pufferfish privacy, the Markov Quilt Mechan
 (synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and Fig. 7.5 (physical activity,
 SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3 (household electricity,
 SIMULATED stand-in); mechanisms: :mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`. Chapters 3-4
-(DP mini-batch SGD, local-DP SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.learn.ldp_sgd`.
+(DP mini-batch SGD, local-DP SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.methods.ldp_sgd`.
 Chapter 6 (continual release of graph statistics under node DP, §6.6; Figs 6.1-6.2, Tables 6.1 and 6.4):
 ``ch6_compute`` with :mod:`dpbench.methods.graph_release`, :mod:`dpbench.privacy.graph_sensitivity` and
 :mod:`dpbench.data.graphs` (SURROGATE graphs for the HIV and citation data), and its own ``ch6_*`` views.

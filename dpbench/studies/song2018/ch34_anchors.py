@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dpbench import verdicts as V
-from dpbench.learn import ldp_sgd as L
+from dpbench.methods import ldp_sgd as L
 from dpbench.studies.song2018.ch34_compute import CH4_DATASETS, LABELS, STUDY
 from dpbench.studies.song2018.ch34_stats import LEVEL as _LEVEL
 from dpbench.studies.song2018.ch34_stats import Est

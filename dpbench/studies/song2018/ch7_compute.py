@@ -3,7 +3,8 @@
 
 This module and what it imports are the chapter's compute code (:mod:`dpbench.codehash`): an edit here, in the
 scales, the mechanisms or the data generators recomputes every chapter-7 series and cached scale; an edit of the
-captions, plots, tables or anchor checks (the sibling modules) does not. ``method_label`` is written here.
+captions, plots, tables or anchor checks (the sibling modules) does not. The rows are built by
+:mod:`~dpbench.studies.song2018.ch7_rows`.
 
 * **Scale** of a mechanism = L·σ with L the query's L1-Lipschitz constant (1/T for the synthetic scalar
   F = ΣX_i/T, 2/N for a relative-frequency histogram over N observations) and σ from
@@ -26,12 +27,12 @@ from dpbench.data import markov
 from dpbench.methods import pufferfish as pf
 from dpbench.rng import generator
 from dpbench.store import Store, content_key
+from dpbench.studies.song2018 import ch7_rows
+from dpbench.studies.song2018.ch7_rows import STUDY, _rec_cols, _row, label_preprocessing
 from dpbench.studies.song2018.ch7_scales import (binary_class_scale, chain_model, chain_scale, scale_record,
                                                 synthetic_scale_once)
 
-STUDY = "song2018"
-LABELS = {"dp": "DP", "group_dp": "GroupDP", "gk16": "GK16", "mqm_approx": "MQMApprox", "mqm_exact": "MQMExact",
-          "exact": "exact"}
+LABELS = ch7_rows.LABELS   # the series' legend texts (the views read them from here)
 SYNTHETIC_VARIANT = f"synthetic:binary-markov-{markov.VERSION}"
 
 #: the series of each chapter-7 figure (the figure specs: :mod:`dpbench.studies.song2018.spec`)
@@ -55,30 +56,6 @@ def _cached(config: dict, payload: dict, compute) -> dict:
     """A JSON record computed once per content key (process-safe), e.g. the Laplace scale of a method."""
     key = content_key({"kind": "song2018-ch7", "code": code_hash(), **payload})
     return Store(config["cache_dir"]).record(key, compute)
-
-
-def _row(config, figure, series, **kw) -> dict:
-    row = {"study": STUDY, "figure": figure, "series": series, "method": series,
-           "method_label": LABELS.get(series, series), "dataset": "", "dataset_variant": "", "is_substitute": False,
-           "x_name": "epsilon", "x": np.nan, "rep": 0, "metric": "l1_error", "value": np.nan, "epsilon": np.nan,
-           "group": "", "task": "", "state": "", "lipschitz": np.nan, "sigma_max": np.nan, "noise_scale": np.nan,
-           "expected_error": np.nan, "applicable": True, "na_reason": "", "quilt": "", "quilt_node": -1, "quilt_card": -1,
-           "quilt_influence": np.nan, "ell": -1, "influence_norm": np.nan, "theta_argmax": "", "runtime_s": np.nan,
-           "n_trials": 0, "chain_length": -1, "seed": int(config["seed"]),
-           "delta": 0.0, "budget": np.nan}  # ε-Pufferfish privacy (pure, δ = 0); no inference budget
-    row.update(kw)
-    return row
-
-
-def _rec_cols(rec: dict) -> dict:
-    q = rec.get("quilt")
-    return {"sigma_max": rec["sigma"] if rec["applicable"] else np.inf, "applicable": rec["applicable"],
-            "na_reason": rec.get("reason", ""),
-            "quilt": "" if q is None else "{" + ", ".join(f"X{j}" for j in q) + "}",
-            "quilt_node": rec.get("node") or -1, "quilt_card": rec.get("card") or -1,
-            "quilt_influence": np.nan if rec.get("influence") is None else rec["influence"],
-            "ell": rec.get("ell") or -1, "influence_norm": rec.get("norm", np.nan),
-            "theta_argmax": rec.get("theta", ""), "runtime_s": rec.get("runtime_s", np.nan)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -343,28 +320,6 @@ def run_table7_2(config: dict, series: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------------------
 # dispatch
 # ---------------------------------------------------------------------------------------------------------
-
-
-#: series whose noise scale is computed from Θ = {(π̂, P̂)} on the real-data stand-ins (:func:`chain_model`)
-THETA_FROM_DATA = ("gk16", "mqm_approx", "mqm_exact")
-THETA_NOTE = ("non-private step, as in the source: Θ = {(π̂, P̂)} estimated from the same chains sets the noise "
-              "scale (Song 2018, §7.6.3); no preprocessing of the state sequences")
-
-
-def label_preprocessing(df: pd.DataFrame) -> pd.DataFrame:
-    """Add the ``preprocessing`` / ``preprocessing_data_dependent`` columns: the state sequences are never
-    transformed; on the activity/electricity stand-ins GK16, MQMApprox and MQMExact calibrate their noise with Θ
-    estimated from the released chains themselves, which the ε does not cover (flagged True)."""
-    df = df.copy()
-    if not len(df):
-        df["preprocessing"], df["preprocessing_data_dependent"] = pd.Series(dtype=str), pd.Series(dtype=bool)
-        return df
-    synthetic = df["dataset"].astype(str).str.startswith("synthetic")
-    dep = (~synthetic & df["series"].isin(THETA_FROM_DATA)).to_numpy()
-    df["preprocessing"] = np.where(dep, THETA_NOTE, np.where(
-        synthetic, "none (generated chains; Θ fixed by the experiment)", "none (raw state sequences)"))
-    df["preprocessing_data_dependent"] = dep
-    return df
 
 
 def run_series(config: dict, figure: str, series: str, n_jobs: int = 1) -> pd.DataFrame:

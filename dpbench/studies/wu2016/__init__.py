@@ -3,8 +3,9 @@
 Chapter 3 (Wu 2016, §3.2–3.3: Algorithms 1–4, Tables 3.2–3.3, Figs. 3.2–3.4): bolt-on private PSGD (output
 perturbation) against SCS13 and BST14 for logistic regression — fig3_2 (test accuracy vs ε, 3 datasets × 4 tests),
 fig3_3 (passes and batch size, MNIST), fig3_4 (runtime ratios to noiseless); algorithms:
-:mod:`dpbench.learn.private_psgd`, :mod:`dpbench.learn.psgd_many`; data: the registry's ``mnist``, ``protein`` and
-``covertype``. Chapter 4 (Wu 2016, §4.2 and §4.4: Algorithms 5–7, Figs. 4.1–4.8): output perturbation, objective
+:mod:`dpbench.methods.private_psgd`, :mod:`dpbench.methods.private_psgd_many` (on the engine
+:mod:`dpbench.learn.psgd_many`); data: the registry's ``mnist``, ``protein`` and ``covertype``. Chapter 4 (Wu
+2016, §4.2 and §4.4: Algorithms 5–7, Figs. 4.1–4.8): output perturbation, objective
 perturbation and the functional mechanism for logistic (diabetes) and linear (Warfarin) regression, and the
 model-inversion attack on VKORC1 — fig4_1 ... fig4_8 (fig4_4 is out of scope). Methods, grids, open choices and
 anchors A1–A8, B1–B7: docs/studies/wu2016.md.

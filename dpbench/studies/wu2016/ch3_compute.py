@@ -5,8 +5,9 @@ one-vs-all), Protein and Covertype, every row on the unit sphere.
 Unit of work and of caching: one (dataset, method, convexity, repetition, batch size b, passes k) training run
 that serves EVERY ε of the grid (and, for the bolt-on method, both δ of the tests sharing its convexity: the
 noiseless PSGD output is trained once and only the output noise differs). The many models of one unit (ε values
-× one-vs-all classes) are trained side by side by :mod:`dpbench.learn.psgd_many`. The runtime experiment
-(Fig. 3.4) times the one-model functions of :mod:`dpbench.learn.private_psgd` on the aggregate engine.
+× one-vs-all classes) are trained side by side by :mod:`dpbench.methods.private_psgd_many` (engine:
+:mod:`dpbench.learn.psgd_many`). The runtime experiment (Fig. 3.4) times the one-model functions of
+:mod:`dpbench.methods.private_psgd` on the aggregate engine.
 
 The chapter's code hash (:func:`code_hash`) is the import closure of this module (:mod:`dpbench.codehash`): it
 imports no caption, plot or anchor code, and nothing of chapter 4.
@@ -22,8 +23,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpbench.learn import private_psgd as pp
-from dpbench.learn import psgd_many as many
+from dpbench.learn import psgd_many as engine_many
+from dpbench.methods import private_psgd as pp
+from dpbench.methods import private_psgd_many as many
 from dpbench.parallel import run_units
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
@@ -98,7 +100,7 @@ def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: t
         if method == "noiseless":      # Table 3.3: constant η (convex), 1/(γt) (strongly convex); unconstrained
             sched = engine.StepSchedule.inv_gamma_t(l2) if l2 else engine.StepSchedule.constant(
                 ch["eta"] or 1.0 / math.sqrt(X.shape[0]))
-            W = many.psgd_many(X, Yk, "logistic", passes, batch_size, sched, rng, l2=l2)
+            W = engine_many.psgd_many(X, Yk, "logistic", passes, batch_size, sched, rng, l2=l2)
             v = float(test_accuracy(W, a))
             for t in tests:
                 acc[t], scales[t] = [v] * len(epsilons), [0.0] * len(epsilons)

@@ -1,4 +1,4 @@
-"""Benchmarks of the learners (not a test): ``python -m dpbench.learn.bench [fit|many|dpsgd|all]``.
+"""Benchmarks of the learners (not a test): ``python benchmarks/learners.py [fit|many|dpsgd|all]``.
 
 Synthetic MNIST-shaped data (N=60000, 784 features + folded bias = 785, C=10; correlated rectified features
 scaled into the unit ball). Iteration counts on real MNIST differ; timings are wall clock on whatever machine runs it.
@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from .dpsgd import dpsgd_softmax
-from .softmax import accuracy, accuracy_many, fit_softmax, fit_softmax_many, predict_many
+from dpbench.methods.dpsgd import dpsgd_softmax
+from dpbench.learn.softmax import accuracy, accuracy_many, fit_softmax, fit_softmax_many, predict_many
 
 
 def synthetic(n=60000, d=784, c=10, seed=0, k=40, noise=0.7, iso=0.05):

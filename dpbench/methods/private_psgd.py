@@ -10,7 +10,8 @@ the engine :mod:`dpbench.learn.psgd`.
 Their noise samplers and calibrations live in :mod:`dpbench.privacy`: the output noise of bolt-on
 (:func:`~dpbench.privacy.mechanisms.output_noise`), the SCS13 and BST14 calibrations and the per-update noise
 (:mod:`dpbench.privacy.noisy_sgd`); this module re-exports ``output_noise``, ``bst14_epsilon1`` and
-``bst14_calibration`` under their former names.
+``bst14_calibration`` under their former names, and wraps the per-update noise as the one-model hooks
+:func:`l2_laplace_batch_noise` and :func:`gaussian_batch_noise` of the engine's ``batch_noise``.
 
 Common assumptions (NOT enforced on the data; the privacy guarantees rely on them)
 ---------------------------------------------------------------------------------
@@ -37,21 +38,20 @@ import math
 
 import numpy as np
 
-from ..privacy import _validate as V
-from ..privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
-from ..privacy.mechanisms import output_noise
-from ..privacy.noisy_sgd import bst14_calibration, bst14_epsilon1, scs13_calibration
-from .psgd import (
+from dpbench.learn.psgd import (
     PSGDAggregate,
     StepSchedule,
     _as_labels,
     _as_X,
-    gaussian_batch_noise,
     get_loss,
-    l2_laplace_batch_noise,
     psgd,
     total_updates,
 )
+from dpbench.privacy import _validate as V
+from dpbench.privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
+from dpbench.privacy.mechanisms import output_noise
+from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_epsilon1, gradient_sum_noise_hook,
+                                       scs13_calibration)
 
 __all__ = [
     "bolt_on_sensitivity_convex",
@@ -62,6 +62,8 @@ __all__ = [
     "bst14_epsilon1",
     "bst14_calibration",
     "bst14_psgd",
+    "l2_laplace_batch_noise",
+    "gaussian_batch_noise",
 ]
 
 
@@ -77,6 +79,55 @@ def _check_rng(rng):
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
+
+
+# ----------------------------------------------------------------------------------------------------------
+# per-update noise hooks of the engine :func:`~dpbench.learn.psgd.psgd` (its ``batch_noise``)
+
+
+def _one_model(hook, **attributes):
+    """A many-model hook ``(rng, M, d, m)`` of :mod:`dpbench.privacy.noisy_sgd` as a one-model hook ``(rng, d, m)``
+    (the same draws: M = 1 rows)."""
+
+    def noise(rng: np.random.Generator, dim: int, m: int) -> np.ndarray:
+        return hook(rng, 1, dim, m)[0]
+
+    noise.__dict__.update(attributes)
+    return noise
+
+
+def l2_laplace_batch_noise(epsilon: float, batch_size: int | None = None):
+    """Hook for song2018 update (3.6) / SCS13: Z_t with density ∝ exp(−(ε/2)‖z‖) on the gradient SUM, then / b.
+
+    The averaged-gradient noise is Z_t / b with ‖Z_t‖ ~ Gamma(d, 2/ε) and uniform direction
+    (:func:`~dpbench.privacy.noisy_sgd.gradient_sum_noise`), so E‖Z_t / b‖ = 2d/(ε b). Sensitivity:
+    replacing one example changes the sum of ≤ 1-norm gradients by ≤ 2, so each update is ε-DP; with disjoint
+    batches (one pass) the whole pass is ε-DP (parallel composition, song2018 Thm 3.3.1). For k passes the
+    caller must split the budget (e.g. ε/k per pass, docs/studies/wu2016.md#open-choices item 6).
+
+    The divisor is the actual batch size m of the update if ``batch_size`` is None, else min(batch_size, m):
+    a smaller last batch is divided by its own size, so its noise is never too small for ε-DP.
+
+    Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
+    """
+    epsilon = V.positive("epsilon", epsilon)
+    hook = gradient_sum_noise_hook("l2_laplace", 2.0 / epsilon, batch_size)
+    return _one_model(hook, epsilon=epsilon, batch_size=hook.batch_size)
+
+
+def gaussian_batch_noise(sigma: float, batch_size: int | None = None):
+    """Hook adding N(0, σ² I) to the gradient SUM, i.e. N(0, σ² I) / b on the averaged gradient.
+
+    Same divisor convention as :func:`l2_laplace_batch_noise` (actual batch size m, or min(batch_size, m)).
+    For the Gaussian SCS13 variant σ = √(2 ln(1.25/δ)) · 2/ε (sensitivity 2 of the sum,
+    docs/studies/wu2016.md#scs13); for BST14's "N(0, σ²/b²) on the average" pass its σ directly. To add
+    N(0, σ²) to the AVERAGE regardless of the batch size, use ``batch_size=1``.
+
+    Returns a callable ``(rng, dim, m) -> ndarray (dim,)``.
+    """
+    sigma = V.nonnegative("sigma", sigma)
+    hook = gradient_sum_noise_hook("gaussian", sigma, batch_size)
+    return _one_model(hook, sigma=sigma, batch_size=hook.batch_size)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -274,7 +325,7 @@ def scs13_psgd(
     (ε/k)-DP by parallel composition (each update is (ε/k)-DP: the gradient SUM has replace-one sensitivity 2L
     with L = 1 for ‖x‖ ≤ 1).
 
-    * δ = 0: Z_t with density ∝ exp(−(ε_pass/2)‖z‖) (engine :func:`l2_laplace_batch_noise`), ‖Z_t‖ ~
+    * δ = 0: Z_t with density ∝ exp(−(ε_pass/2)‖z‖) (:func:`l2_laplace_batch_noise`), ‖Z_t‖ ~
       Gamma(d, 2/ε_pass).
     * δ > 0: Z_t ~ N(0, σ² I), σ = 2√(2 ln(1.25/δ_pass))/ε_pass (classic Gaussian, needs ε_pass < 1).
 

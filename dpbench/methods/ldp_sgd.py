@@ -56,11 +56,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy import _validate as V
-from ..privacy.mechanisms import l2_laplace_sum, sample_l2_laplace
-from ..privacy.noisy_sgd import gradient_sum_noise
-from .psgd import LogisticLoss
-from .psgd_many import many_model_sgd, run_batch_gradient
+from dpbench.learn.psgd import LogisticLoss
+from dpbench.learn.psgd_many import many_model_sgd, run_batch_gradient
+from dpbench.privacy import _validate as V
+from dpbench.privacy.mechanisms import l2_laplace_sum, sample_l2_laplace
+from dpbench.privacy.noisy_sgd import gradient_sum_noise
 
 __all__ = [
     "gamma_sq_upper",
@@ -270,8 +270,6 @@ def sgd_runs(X, y, seq, batch_size: int, eta, rng: np.random.Generator, *, l2: f
     arange(R)); ``checkpoints`` update counts k ∈ [0, T] at which F(w) on (X, y) is recorded (``trace``).
     Draw order: per step, the noise of the noisy models (one array draw). Rows must satisfy ‖x‖ ≤ 1.
     """
-    from scipy.special import expit
-
     X = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
     y = np.asarray(y, dtype=np.float64)
     seq = np.asarray(seq)

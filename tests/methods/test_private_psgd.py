@@ -1,4 +1,4 @@
-"""Tests of dpbench.learn.private_psgd: bolt-on sensitivities (closed forms and empirical worst cases on
+"""Tests of dpbench.methods.private_psgd: bolt-on sensitivities (closed forms and empirical worst cases on
 replace-one neighbours), output-noise scales, a 1-d statistical neighbour test of the ε-DP guarantee, SCS13
 budget split and per-update noise, BST14 calibration and determinism, argument validation."""
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-import dpbench.learn.private_psgd as pp
-from dpbench.learn.private_psgd import (
+import dpbench.methods.private_psgd as pp
+from dpbench.methods.private_psgd import (
     bolt_on_psgd,
     bolt_on_sensitivity_convex,
     bolt_on_sensitivity_strongly_convex,
