@@ -206,6 +206,8 @@ def table_frame(df: pd.DataFrame) -> pd.DataFrame:
     for (dataset, row), g in df.groupby(["dataset", "row"], sort=False):
         m = dict(zip(g["metric"], g["value"]))
         name = {"mnist": "MNIST", "glyph": "Glyph-like (SIMULATED)"}[dataset]
+        if dataset == "mnist" and g["is_substitute"].astype(bool).any():
+            name = f"MNIST ({g['dataset_variant'].iloc[0]})"
         if row < 0:
             continue
         base = df[(df["dataset"] == dataset) & (df["metric"] == "baseline_accuracy")]["value"]

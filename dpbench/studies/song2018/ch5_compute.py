@@ -252,7 +252,7 @@ def _spec_text(spec: dict) -> str:
     if a == "confident":
         return f"Confident-GNMax (T={spec['T']:g}, σ1={spec['sigma1']:g}, σ2={spec['sigma2']:g})"
     r1, r2 = spec["round1"], spec["round2"]
-    return (f"Interactive-GNMax, two rounds (T={r1['T']:g}/{r2['T']:g}, σ1={r1['sigma1']:g}/{r2['sigma1']:g}, "
+    return (f"Interactive-GNMax, 2 rounds (T={r1['T']:g}/{r2['T']:g}, σ1={r1['sigma1']:g}/{r2['sigma1']:g}, "
             f"σ2={r1['sigma2']:g}/{r2['sigma2']:g}, γ={spec['gamma']:g})")
 
 

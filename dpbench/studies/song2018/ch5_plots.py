@@ -72,6 +72,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
             tb = ax.table(cellText=tab.values, colLabels=list(tab.columns), loc="center", cellLoc="center")
             tb.auto_set_font_size(False)
             tb.set_fontsize(7)
+            tb.auto_set_column_width(col=list(range(len(tab.columns))))
             tb.scale(1, 1.3)
             ax.set_title(title, fontsize=9)
         _label(fig, df)
