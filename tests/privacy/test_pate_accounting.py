@@ -48,7 +48,8 @@ def test_vectorised_matches_scalar_reference_and_never_exceeds_independent():
         ind = P.rdp_gaussian_independent(sigma, ORD)
         assert np.all(dep <= ind + 1e-12) and np.all(dep >= 0)
         for i in range(0, len(votes), 7):
-            np.testing.assert_allclose(dep[i], _ref_rdp_gaussian(lq[i], sigma, ORD), rtol=1e-7, atol=1e-14)  # naive exp in the reference
+            # rtol/atol: the reference exponentiates naively
+            np.testing.assert_allclose(dep[i], _ref_rdp_gaussian(lq[i], sigma, ORD), rtol=1e-7, atol=1e-14)
     # q̃ too large for the bound: equal to the data-independent bound at every order
     lq = P.logq_gnmax([[5, 4, 3]], 40.0)
     assert lq[0] == pytest.approx(math.log(1 - 1 / 3))
@@ -64,7 +65,8 @@ def test_logq_gnmax_is_prop_5_3_2():
 
 
 def _gnmax_output(votes, sigma, z=np.linspace(-14, 14, 40001)):
-    """Exact output distribution of argmax_i n_i + N(0, σ²) by quadrature: P(j) = ∫ φ(z) Π_{k≠j} Φ((n_j − n_k)/σ + z)."""
+    """Exact output distribution of argmax_i n_i + N(0, σ²) by quadrature:
+    P(j) = ∫ φ(z) Π_{k≠j} Φ((n_j − n_k)/σ + z) dz."""
     v = np.asarray(votes, float)
     phi = stats.norm.pdf(z)
     out = []

@@ -114,6 +114,21 @@ def test_every_series_figure_and_anchor(config5, tmp_path):
     assert "table5_1: thesis" in (tmp_path / "a.html").read_text()
 
 
+def test_chapter5_hashes_its_own_compute_closure_only():
+    from dpbench import codehash
+
+    pkg = "dpbench.studies.song2018"
+    mods = codehash.closure([f"{pkg}.ch5_compute"])
+    assert {"dpbench.methods.pate", "dpbench.privacy.pate", f"{pkg}.ch5_votes"} <= set(mods)
+    views = ("captions", "plots", "tables", "anchors", "spec", "compute")
+    own = f"{pkg}.ch5_compute"
+    assert not [m for m in mods if (m != own and m.split(".")[-1].removeprefix("ch5_") in views)
+                or m.split(".")[-1].startswith(("ch7_", "ch34_"))
+                or m in (pkg, "dpbench.plot", "dpbench.verdicts", "dpbench.studies.base")], mods
+    assert codehash.code_hash(f"{pkg}.ch5_compute") not in (codehash.code_hash(f"{pkg}.ch7_compute"),
+                                                             codehash.code_hash(f"{pkg}.ch34_compute"))
+
+
 def test_units_are_reproducible(config5, tmp_path):
     a, b = copy.deepcopy(config5), copy.deepcopy(config5)
     a["cache_dir"], b["cache_dir"] = str(tmp_path / "c1"), str(tmp_path / "c2")

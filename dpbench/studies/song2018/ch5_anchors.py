@@ -100,9 +100,10 @@ def _check_gnmax(df, add):
     same = gn.merge(ln, on="x", suffixes=("_g", "_l"))
     same_bad = [f"σ={x:g}" for x, eg, el in zip(same["x"], same["epsilon_g"], same["epsilon_l"]) if not eg < el]
     ok = compared > 0 and not worse
+    mid = same.iloc[len(same) // 2]
     add("A5.gnmax", f"{compared} GNMax points compared at equal accuracy, LNMax cheaper at: {worse or 'none'}; (not "
-        f"checked) same σ = b with GNMax ε not lower: {same_bad or 'none'}; ε at σ = {int(same['x'].iloc[len(same) // 2])}: GNMax "
-        f"{same['epsilon_g'].iloc[len(same) // 2]:.3g} vs LNMax {same['epsilon_l'].iloc[len(same) // 2]:.3g}",
+        f"checked) same σ = b with GNMax ε not lower: {same_bad or 'none'}; ε at σ = {mid['x']:g}: GNMax "
+        f"{mid['epsilon_g']:.3g} vs LNMax {mid['epsilon_l']:.3g}",
         float(len(worse)), ok if compared else None, teachers=int(d["teachers"].iloc[0]))
 
 

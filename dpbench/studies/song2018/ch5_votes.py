@@ -10,9 +10,9 @@ are made here:
   data-independent Gaussian random projection of the pixels (``learner``), fitted for all teachers at once.
 * ``glyph`` — SIMULATED Glyph-like votes (the Glyph data are not public): 150 classes with Zipf-like imbalance,
   a fraction of mislabelled records, per-query teacher consensus a ~ Beta (a mixture: a fraction of hard queries
-  with low consensus; scaled down for larger ensembles, whose teachers see less data), votes ~ Multinomial(M, a·e_y + (1 − a)·c) with c a sparse Dirichlet over the
-  other classes (confusable classes), and Gaussian class-mean features whose noise grows with 1 − a (hard
-  queries are hard for the student too). Every generative choice is a config key (``ch5.glyph``). Student:
+  with low consensus; scaled down for larger ensembles, whose teachers see less data), votes ~ Multinomial(M,
+  a·e_y + (1 − a)·c) with c a sparse Dirichlet over the other classes (confusable classes), and Gaussian
+  class-mean features whose noise grows with 1 − a (hard queries are hard for the student too). Every generative choice is a config key (``ch5.glyph``). Student:
   nearest class mean [INFERRED].
 
 Each ensemble's votes are an artefact of the study's Store keyed by content; random streams come from
