@@ -6,9 +6,9 @@ docs/studies/song2018.md. Chapter 7 (Pufferfish privacy, the Markov Quilt Mechan
 (synthetic binary chains, L1 error vs α for ε ∈ {0.2, 1, 5}), Table 7.1 and Fig. 7.5 (physical activity,
 SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3 (household electricity,
 SIMULATED stand-in); mechanisms: :mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`. Chapters 3-4
-(DP mini-batch SGD, local-DP SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.learn.ldp_sgd`. Chapter 5
-(Scalable PATE, §5.3-5.4; Papernot, Song et al., ICLR 2018; Table 5.1, Figs 5.1, 5.4-5.6): the ``ch5_*`` modules
-(compute: ``ch5_compute`` with ``ch5_votes``), aggregators :mod:`dpbench.methods.pate`, accounting
+(DP mini-batch SGD, local-DP SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.learn.ldp_sgd`.
+Chapter 5 (Scalable PATE, §5.3-5.4; Papernot, Song et al., ICLR 2018; Table 5.1, Figs 5.1, 5.4-5.6): the ``ch5_*``
+modules (compute: ``ch5_compute`` with ``ch5_votes``), aggregators :mod:`dpbench.methods.pate`, accounting
 :mod:`dpbench.privacy.pate`.
 
 The package: the compute code of each part — ``ch7_compute`` (with ``ch7_scales``) and ``ch34_compute`` (with
