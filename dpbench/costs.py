@@ -88,11 +88,11 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
 
 #: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at
 #: the default config on 2 cores (both busy): wu2016 ch. 3 (fig3_2-3_4, 18 series) 34 min; wu2016 ch. 4 plus the
-#: membership study (64 series) 6 min; the estimation study (11 series) about 1 min. song2018: not measured, except
-#: chapter 6's fig6_1 / fig6_2 (10 series, 27 CPU-s in one process; the largest, the patent surrogate, 14 s: 0.5 min
-#: per series is an upper bound).
+#: membership study (64 series) 6 min; the estimation study (11 series) about 1 min. song2018: chapter 5's figures
+#: fig5_1-5_6 (5 series) 21 CPU-s in all; chapter 6's fig6_1 / fig6_2 (10 series, 27 CPU-s in one process; the
+#: largest, the patent surrogate, 14 s: 0.5 min per series is an upper bound); the rest not measured.
 STUDY_SERIES_CPU_MIN = {"wu2016/fig3": 68 / 18, "wu2016/fig4": 12 / 64, "membership": 12 / 64, "estimation": 2 / 11,
-                        "audit": 0.2, "song2018/fig6": 0.5}
+                        "audit": 0.2, "song2018/fig5": 0.1, "song2018/fig6": 0.5}
 
 
 def default_series_cpu_s(config: dict) -> float:

@@ -117,6 +117,11 @@ ENTRIES: tuple[Entry, ...] = (
           "preprocessing.variant: source (the thesis' min-max / z-score on the training rows)", extra=_song_prep),
     Entry("song2018", "local-DP SGD (ch. 4)", "any two records of one individual (local DP)",
           "each individual's reports (ε_C / ε_N)", "—", "—"),
+    Entry("song2018", "PATE aggregators (ch. 5: LNMax, GNMax, Confident- / Interactive-GNMax)",
+          "one teacher changes its vote (one training record; teachers on disjoint partitions)",
+          "the released labels: data-dependent RDP composed over the queries (Theorem 5.3.1), Thm 2.2.4",
+          "the data-dependent ε is computed from the votes and not sanitised (smooth-sensitivity GNSS not "
+          "implemented), as in the source's Table 5.1", "—"),
     Entry("song2018", "Pufferfish mechanisms (ch. 7)", "Pufferfish: secrets s_i^a vs s_i^b under the class Θ "
           "of Markov chains", "the released histogram for every θ in Θ (GK16, MQM); GroupDP: group privacy",
           "data outside Θ; the simulated stand-ins estimate Θ from the same chains they release (as in the "

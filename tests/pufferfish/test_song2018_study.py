@@ -52,6 +52,7 @@ def test_registered_with_figures_series_and_captions():
     assert STUDIES["song2018"] is song2018.STUDY_OBJECT
     assert song2018.figure_names(cfg) == ["fig7_4", "table7_1", "table7_2", "table7_3", "fig7_5",
                                           "fig3_1", "fig3_2", "fig3_3", "fig4_1",   # chapters 3-4 (song2018.ch34_compute)
+                                          "table5_1", "fig5_1", "fig5_4", "fig5_5", "fig5_6",   # chapter 5 (ch5_compute)
                                           "fig6_1", "fig6_2", "table6_1", "table6_4"]  # chapter 6 (ch6_compute)
     assert song2018.series(cfg, "fig7_4") == ["group_dp", "gk16", "mqm_approx", "mqm_exact"]
     sub = copy.deepcopy(cfg)

@@ -7,6 +7,9 @@ docs/studies/song2018.md. Chapter 7 (Pufferfish privacy, the Markov Quilt Mechan
 SIMULATED stand-in), Table 7.2 (time to compute the Laplace scale) and Table 7.3 (household electricity,
 SIMULATED stand-in); mechanisms: :mod:`dpbench.methods.pufferfish`; data: :mod:`dpbench.data.markov`. Chapters 3-4
 (DP mini-batch SGD, local-DP SGD with heterogeneous privacy; Figs 3.1-3.3, 4.1): :mod:`dpbench.methods.ldp_sgd`.
+Chapter 5 (Scalable PATE, §5.3-5.4; Papernot, Song et al., ICLR 2018; Table 5.1, Figs 5.1, 5.4-5.6): the ``ch5_*``
+modules (compute: ``ch5_compute`` with ``ch5_votes``), aggregators :mod:`dpbench.methods.pate`, accounting
+:mod:`dpbench.privacy.pate`.
 Chapter 6 (continual release of graph statistics under node DP, §6.6; Figs 6.1-6.2, Tables 6.1 and 6.4):
 ``ch6_compute`` with :mod:`dpbench.methods.graph_release`, :mod:`dpbench.privacy.graph_sensitivity` and
 :mod:`dpbench.data.graphs` (SURROGATE graphs for the HIV and citation data), and its own ``ch6_*`` views.

@@ -8,6 +8,7 @@ import pandas as pd
 
 from dpbench.studies.base import left_out_note, preprocessing_note
 from dpbench.studies.song2018 import ch6_captions
+from dpbench.studies.song2018 import ch5_captions as ch5
 from dpbench.studies.song2018 import ch34_compute as ch34
 from dpbench.studies.song2018.ch7_compute import LABELS, STUDY
 from dpbench.studies.song2018.spec import DATASET_LABELS, figure
@@ -46,6 +47,8 @@ def deviations(cfg: dict, name: str) -> list[str]:
         return _ch34_deviations(cfg, name)
     if name in ch6_captions.FIGURES:
         return ch6_captions.deviations(cfg, name)
+    if name in ch5.FIGURES:
+        return ch5.deviations(cfg, name)
     fc = cfg["figures"][name]
     out: list[str] = []
     if name == "fig7_4":
@@ -118,6 +121,8 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
         return _ch34_caption_text(config, name, df)
     if name in ch6_captions.FIGURES:
         return ch6_captions.caption_text(config, name, df)
+    if name in ch5.FIGURES:
+        return ch5.caption_text(config, name, df)
     spec = figure(name)
     variants = sorted(df["dataset_variant"].unique())
     lines = [spec.caption, f"Data: {', '.join(variants)}."]

@@ -16,28 +16,33 @@ from dpbench.studies.song2018 import ch7_compute as ch7
 from dpbench.studies.song2018 import ch34_compute as ch34
 from dpbench.studies.song2018 import ch34_data
 from dpbench.studies.song2018 import ch6_compute as ch6
+from dpbench.studies.song2018 import ch5_compute as ch5
 
 STUDY = ch7.STUDY
 
 
 def series_code_hash(series_name: str) -> str:
     """A chapter-3/4 series (``ch3_*``, ``ch4_*``): the closure of ``ch34_compute``; chapter 6 (``ch6_*``): of
-    ``ch6_compute``; any other: of ``ch7_compute``."""
+    ``ch6_compute``; chapter 5 (``ch5_*``): of ``ch5_compute``; any other: of ``ch7_compute``."""
     if ch34.is_ch34_series(series_name):
         return ch34.code_hash()
     if ch6.is_ch6_series(series_name):
         return ch6.code_hash()
+    if ch5.is_ch5_series(series_name):
+        return ch5.code_hash()
     return ch7.code_hash()
 
 
 def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
     if figure_name in ch34.FIGURES:
         return ch34.run_series(config, figure_name, series_name, n_jobs)
+    if figure_name in ch5.FIGURES:
+        return ch5.run_series(config, figure_name, series_name, n_jobs)
     if figure_name in ch6.FIGURES:
         return ch6.run_series(config, figure_name, series_name, n_jobs)
     if figure_name not in ch7.SERIES:
         raise ValueError(f"unknown figure {figure_name!r} for study {STUDY}; known: "
-                         f"{sorted([*ch7.SERIES, *ch34.FIGURES, *ch6.FIGURES])}")
+                         f"{sorted([*ch7.SERIES, *ch34.FIGURES, *ch5.FIGURES, *ch6.FIGURES])}")
     return ch7.run_series(config, figure_name, series_name, n_jobs)
 
 

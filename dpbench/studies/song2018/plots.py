@@ -10,6 +10,7 @@ import pandas as pd
 
 from dpbench.data import markov
 from dpbench.plot import mean_std_band, substitute_box
+from dpbench.studies.song2018 import ch5_plots
 from dpbench.studies.song2018 import ch6_plots
 from dpbench.studies.song2018.captions import caption_text
 from dpbench.studies.song2018.ch7_compute import LABELS, STUDY
@@ -131,6 +132,8 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     """Draw a figure or render a table (image + Markdown in the caption file) from result rows only."""
     if name in CH34_FIGURES:
         return _plot_ch34(config, name, df, out)
+    if name in ch5_plots.FIGURES:
+        return ch5_plots.plot(config, name, df, out)
     if name in ch6_plots.FIGURES:
         return ch6_plots.plot(config, name, df, out)
     import matplotlib

@@ -12,6 +12,8 @@ from dpbench.data import markov
 from dpbench.studies.base import FigureSpec, lookup_figure
 from dpbench.studies.song2018 import ch34_compute as ch34
 from dpbench.studies.song2018 import ch34_data
+from dpbench.studies.song2018 import ch5_spec as ch5
+from dpbench.studies.song2018.ch5_compute import series as ch5_series
 from dpbench.studies.song2018 import ch6_compute as ch6
 from dpbench.studies.song2018 import ch6_spec
 from dpbench.studies.song2018.ch7_compute import SERIES, STUDY
@@ -75,6 +77,7 @@ FIGURES.update({  # chapters 3-4 (DP SGD, LDP SGD; computed by ch34_compute)
                          anchors=("A4.1a", "A4.1b", "A4.1c", "A4.alg2")),
 })
 
+FIGURES.update(ch5.FIGURES)  # chapter 5 (Scalable PATE; computed by ch5_compute)
 FIGURES.update(ch6_spec.FIGURES)  # chapter 6 (continual release of graph statistics; computed by ch6_compute)
 
 #: dataset names of chapters 3-4 in captions, panel titles and claim statements
@@ -93,9 +96,10 @@ def validate(cfg: dict, prefix: str = "studies.song2018") -> None:
         raise ConfigError(f"invalid config: {prefix}.{key}: {msg}")
 
     _validate_ch34(cfg, prefix)
+    ch5.validate(cfg, prefix)
     ch6_spec.validate(cfg, prefix)
     for name, fig in cfg.get("figures", {}).items():
-        if name in ch34.FIGURES or name in ch6.FIGURES or fig is None:  # null = disabled
+        if name in ch34.FIGURES or name in ch5.FIGURES or name in ch6.FIGURES or fig is None:  # null = disabled
             continue
         for key in ("alphas", "epsilons"):
             values = fig.get(key)
@@ -206,6 +210,8 @@ def series(cfg: dict, name: str) -> list[str]:
     """The figure's series, optionally restricted by ``figures.<name>.methods``."""
     if name in ch34.FIGURES:
         return ch34.series(cfg, name)
+    if name in ch5.FIGURES:
+        return ch5_series(cfg, name)
     if name in ch6.FIGURES:
         return ch6.series(cfg, name)
     wanted = cfg["figures"][name].get("methods")
