@@ -166,11 +166,13 @@ class BlockDesign:
         return self.penalty.add(idx, thetas, ce / n, grad)
 
 
-def _two_loop(g, S, Y, rho, head, filled):
-    """L-BFGS direction −H g for each row of g (k, P) from per-model ring memories S, Y (k, m, P) (newest pair
-    at slot head−1), 1/(sᵀy) in rho (k, m) and the number of stored pairs ``filled`` (k,)."""
-    k, m, _ = S.shape
-    rows = np.arange(k)
+def _two_loop(g, S, Y, rho, head, filled, idx):
+    """L-BFGS direction −H g for the models ``idx`` (g: their gradients, (k, P)) from the per-model ring
+    memories S, Y (R, m, P) (newest pair at slot head−1), 1/(sᵀy) in rho (R, m) and the number of stored
+    pairs ``filled`` (R,); only one slot of the k memories is gathered at a time."""
+    k = len(idx)
+    m = S.shape[1]
+    head, filled = head[idx], filled[idx]
     q = g.copy()
     al = np.zeros((k, m))
     slots = [(head - 1 - j) % m for j in range(m)]
@@ -178,22 +180,21 @@ def _two_loop(g, S, Y, rho, head, filled):
         valid = j < filled
         if not valid.any():
             break
-        s, sl = S[rows, slots[j]], slots[j]
-        a = np.where(valid, rho[rows, sl] * np.einsum("kp,kp->k", s, q), 0.0)
+        sl = slots[j]
+        a = np.where(valid, rho[idx, sl] * np.einsum("kp,kp->k", S[idx, sl], q), 0.0)
         al[:, j] = a
-        q -= a[:, None] * Y[rows, sl]
-    newest = slots[0]
-    yn = Y[rows, newest]
+        q -= a[:, None] * Y[idx, sl]
+    yn = Y[idx, slots[0]]
     yy = np.einsum("kp,kp->k", yn, yn)
-    gamma = np.where(filled > 0, 1.0 / np.maximum(rho[rows, newest] * yy, 1e-300), 1.0)  # H0 = (sᵀy/yᵀy)·I
+    gamma = np.where(filled > 0, 1.0 / np.maximum(rho[idx, slots[0]] * yy, 1e-300), 1.0)  # H0 = (sᵀy/yᵀy)·I
     r = q * gamma[:, None]
     for j in reversed(range(m)):
         valid = j < filled
         if not valid.any():
             continue
         sl = slots[j]
-        b = np.where(valid, rho[rows, sl] * np.einsum("kp,kp->k", Y[rows, sl], r), 0.0)
-        r += (al[:, j] - b)[:, None] * S[rows, sl]
+        b = np.where(valid, rho[idx, sl] * np.einsum("kp,kp->k", Y[idx, sl], r), 0.0)
+        r += (al[:, j] - b)[:, None] * S[idx, sl]
     return -r
 
 
@@ -348,7 +349,7 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
         # new directions for the models that took a step (or restarted)
         nd = act[new_dir & ~done[act]]
         if nd.size:
-            dirs = _two_loop(g[nd], S[nd], Y[nd], rho[nd], head[nd], filled[nd])
+            dirs = _two_loop(g[nd], S, Y, rho, head, filled, nd)
             slope = np.einsum("kp,kp->k", dirs, g[nd])
             bad = ~(slope < 0)  # not a descent direction: forget the memory
             if bad.any():
