@@ -2,7 +2,7 @@
 per-example gradient norms) and a DP-SGD engine vectorised over repetitions (van der Maaten & Hannun 2020, §3,
 Eq. 2, Eq. 4, App. D)."""
 
-from .lbfgs_many import fit_softmax_lockstep, lbfgs_many
+from .lbfgs_many import fit_softmax_lockstep
 from .dpsgd import clip_scales, clipped_contributions, dpsgd_softmax, dpsgd_steps, lr_factors, poisson_batches
 from .softmax import (
     HESSIAN_BOUND_L,
@@ -36,7 +36,6 @@ __all__ = [
     "fit_softmax",
     "fit_softmax_many",
     "fit_softmax_lockstep",
-    "lbfgs_many",
     "predict_logits",
     "predict",
     "accuracy",
