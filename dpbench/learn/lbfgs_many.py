@@ -24,8 +24,9 @@ single-precision evaluations (a float32 copy of X, half the memory traffic and t
 single-precision gradient norm falls below ``FLOAT32_SWITCH``·τ or its line search fails, then continued in
 float64 with the same curvature memory. Only a float64 evaluation can stop a model, so the certificate
 ‖∇J(θ̂)‖₂ ≤ τ — the bound the sensitivity and loss-perturbation calibrations rely on — is exactly that of
-the float64 solver. The float32 copy is made only when it takes at most ``FLOAT32_MAX_BYTES`` (otherwise
-float64 throughout: no second copy of a large training set).
+the float64 solver. The float32 copy of X is made only when it takes at most ``FLOAT32_MAX_BYTES``; a larger X
+is converted one row chunk (≤ ``CHUNK_BYTES``) at a time during each single-precision evaluation, so no second
+copy of a large training set is ever held.
 """
 
 from __future__ import annotations
@@ -110,24 +111,24 @@ class SharedDesign:
         self.n, self.D = self.X.shape
         self.R = int(n_models)
         self.penalty = _Penalty(self.R, self.D * self.C, l2, linear)
+        self.has_float32 = bool(float32)
         self.X32 = None
         if float32 and self.X.size * 4 <= FLOAT32_MAX_BYTES:
             self.X32 = self.X.astype(np.float32)
 
-    @property
-    def has_float32(self) -> bool:
-        return self.X32 is not None
-
     def __call__(self, idx, thetas, single=False):
         k, D, C = len(idx), self.D, self.C
         dt = np.float32 if single else np.float64
-        X = self.X32 if single else self.X
+        convert = single and self.X32 is None  # float32 chunks converted on the fly (no full copy)
+        X = self.X32 if single and not convert else self.X
         WT = np.ascontiguousarray(thetas.reshape(k, D, C).transpose(0, 2, 1), dtype=dt).reshape(k * C, D)
         G = np.zeros((k * C, D), dtype=dt)
         ce = np.zeros(k)
         step = max(256, CHUNK_BYTES // (k * C * np.dtype(dt).itemsize))
+        if convert:
+            step = max(256, min(step, CHUNK_BYTES // (D * 4)))
         for a in range(0, self.n, step):
-            Xc = X[a : a + step]
+            Xc = X[a : a + step].astype(np.float32) if convert else X[a : a + step]
             Z = WT @ Xc.T  # (k·C, m), C-contiguous
             ce += _ce_stack(Z.reshape(k, C, -1), self.y[a : a + step])
             G += Z @ Xc
@@ -398,7 +399,7 @@ def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_mod
         x0 = np.broadcast_to(np.asarray(theta0, dtype=np.float64).reshape(-1, P), (R, P)).copy()
     with blas_thread_limit(blas_threads):
         xs, infos = lbfgs_many(ev, x0, grad_norm_tol=grad_norm_tol, gtol=gtol, ftol=ftol, maxiter=maxiter,
-                               maxcor=maxcor, float32=getattr(ev, "has_float32", False))
+                               maxcor=maxcor, float32=ev.has_float32)
     theta = xs.reshape(R, D, C)
     if not math.isfinite(float(np.abs(theta).max())):
         raise FloatingPointError("lockstep L-BFGS produced non-finite parameters")

@@ -47,9 +47,21 @@ def test_float32_phase_is_used_and_certificate_stays_float64(monkeypatch):
     lm.fit_softmax_lockstep(X, y, C, l2[:3], linear, theta0, grad_norm_tol=1e-8, float32=True)
     assert calls[0] is True and calls[-1] is False  # starts in float32, stops on a float64 evaluation
     calls.clear()
-    monkeypatch.setattr(lm, "FLOAT32_MAX_BYTES", 0)  # no room for a float32 copy: float64 throughout
-    lm.fit_softmax_lockstep(X, y, C, l2[:3], linear, theta0, grad_norm_tol=1e-8, float32=True)
+    lm.fit_softmax_lockstep(X, y, C, l2[:3], linear, theta0, grad_norm_tol=1e-8, float32=False)
     assert not any(calls)
+
+
+def test_float32_without_a_copy_converts_row_chunks(monkeypatch):
+    X, y, C, l2, linear, theta0 = _problems(R=3)
+    full = lm.SharedDesign(X, y, C, l2[:3], linear[:3], n_models=3, float32=True)
+    monkeypatch.setattr(lm, "FLOAT32_MAX_BYTES", 0)  # no room for a float32 copy of X
+    monkeypatch.setattr(lm, "CHUNK_BYTES", 1)
+    chunked = lm.SharedDesign(X, y, C, l2[:3], linear[:3], n_models=3, float32=True)
+    assert chunked.X32 is None and full.X32 is not None
+    idx = np.arange(3)
+    f1, g1 = full(idx, theta0[:3].reshape(3, -1), True)
+    f2, g2 = chunked(idx, theta0[:3].reshape(3, -1), True)
+    assert np.allclose(f1, f2, rtol=1e-5) and np.allclose(g1, g2, atol=1e-5)
 
 
 def test_shared_evaluator_matches_objective_in_row_chunks(monkeypatch):
