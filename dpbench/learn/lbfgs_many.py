@@ -25,8 +25,17 @@ single-precision gradient norm falls below ``FLOAT32_SWITCH``·τ or its line se
 float64 with the same curvature memory. Only a float64 evaluation can stop a model, so the certificate
 ‖∇J(θ̂)‖₂ ≤ τ — the bound the sensitivity and loss-perturbation calibrations rely on — is exactly that of
 the float64 solver. The float32 copy of X is made only when it takes at most ``FLOAT32_MAX_BYTES``; a larger X
-is converted one row chunk (≤ ``CHUNK_BYTES``) at a time during each single-precision evaluation, so no second
-copy of a large training set is ever held.
+is converted one row chunk (``ROW_CHUNK`` rows) at a time during each single-precision evaluation, so no
+second copy of a large training set is ever held.
+
+**Batch invariance (float64).** A model's iterates do not depend on which other models share its batch (tested
+bit for bit): every per-model quantity is a row-wise operation, the row chunks of X are fixed, and the stacked
+parameters are zero-padded to full GEMM panels (OpenBLAS's dgemm then gives every row the same bits whatever
+its position and the batch size — measured). So a cell's result does not depend on which cells of its group
+were computed together (a resumed run, a shard). OpenBLAS's sgemm does NOT have this property (a row's bits
+depend on its position modulo 16 and on the batch size, measured), so with float32 the released θ depends on
+the batch — always within the certified distance, but not bit-reproducible across batchings; hence float32 is
+an option, off by default.
 """
 
 from __future__ import annotations
@@ -47,11 +56,20 @@ FLOAT32_SWITCH = 30.0
 FLOAT32_MAX_BYTES = 1 << 30
 #: e^-87 ≈ 1.6e-38 is the smallest normal float32 exponential: the float32 analogue of EXP_FLOOR
 EXP_FLOOR32 = -87.0
-#: logits work memory per evaluation chunk (bytes of the (k·C, rows) block)
-CHUNK_BYTES = 1 << 26
+#: rows of X per evaluation chunk: fixed, so that a model's sums run in the same order whatever the batch
+ROW_CHUNK = 4096
+#: the k·C rows of the stacked parameters are padded with zeros to a multiple of this, so that every model's
+#: rows go through the same full-width GEMM micro-kernels whatever k (batch-invariant results, tested)
+ROW_PAD = 16
 _ARMIJO = 1e-4  # c1 (sufficient decrease)
 _AW_SIGMA, _AW_DELTA = 0.9, 0.1  # Hager-Zhang approximate Wolfe: (2δ-1)φ'(0) >= φ'(α) >= σφ'(0)
 _MAX_BACKTRACK = 30
+
+
+def _rowdot(a, b):
+    """Row-wise dot products (k,) — each row summed by the same pairwise reduction whatever k (einsum's inner
+    loop may depend on the shape)."""
+    return np.multiply(a, b).sum(axis=1)
 
 
 def _ce_stack(Z: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -61,13 +79,13 @@ def _ce_stack(Z: np.ndarray, y: np.ndarray) -> np.ndarray:
     Z -= Z.max(axis=1, keepdims=True)
     if y.ndim == 1:
         cols = np.arange(m)
-        true = Z[:, y, cols].sum(axis=1, dtype=np.float64)
+        true = Z[:, y, cols].sum(axis=1, dtype=np.float64)  # (k, m) -> (k,)
     else:
         true = np.take_along_axis(Z, y[:, None, :], axis=1).sum(axis=(1, 2), dtype=np.float64)
     np.maximum(Z, EXP_FLOOR32 if Z.dtype == np.float32 else EXP_FLOOR, out=Z)
     np.exp(Z, out=Z)
     s = Z.sum(axis=1, keepdims=True)
-    loss = np.log(s).sum(axis=(1, 2), dtype=np.float64) - true
+    loss = np.log(s).reshape(k, m).sum(axis=1, dtype=np.float64) - true
     Z /= s
     if y.ndim == 1:
         Z[:, y, cols] -= 1.0
@@ -93,11 +111,11 @@ class _Penalty:
 
     def add(self, idx, thetas, ce, grad):
         l2 = self.l2[idx]
-        f = ce + 0.5 * l2 * np.einsum("kp,kp->k", thetas, thetas)
+        f = ce + 0.5 * l2 * _rowdot(thetas, thetas)
         grad += l2[:, None] * thetas
         if self.linear is not None:
             lin = self.linear[idx]
-            f += np.einsum("kp,kp->k", lin, thetas)
+            f += _rowdot(lin, thetas)
             grad += lin
         return f, grad
 
@@ -121,18 +139,19 @@ class SharedDesign:
         dt = np.float32 if single else np.float64
         convert = single and self.X32 is None  # float32 chunks converted on the fly (no full copy)
         X = self.X32 if single and not convert else self.X
-        WT = np.ascontiguousarray(thetas.reshape(k, D, C).transpose(0, 2, 1), dtype=dt).reshape(k * C, D)
-        G = np.zeros((k * C, D), dtype=dt)
+        used = k * C
+        rows = used + (-used) % ROW_PAD
+        WT = np.zeros((rows, D), dtype=dt)
+        WT[:used] = thetas.reshape(k, D, C).transpose(0, 2, 1).reshape(used, D)
+        G = np.zeros((rows, D), dtype=dt)
         ce = np.zeros(k)
-        step = max(256, CHUNK_BYTES // (k * C * np.dtype(dt).itemsize))
-        if convert:
-            step = max(256, min(step, CHUNK_BYTES // (D * 4)))
+        step = ROW_CHUNK
         for a in range(0, self.n, step):
             Xc = X[a : a + step].astype(np.float32) if convert else X[a : a + step]
-            Z = WT @ Xc.T  # (k·C, m), C-contiguous
-            ce += _ce_stack(Z.reshape(k, C, -1), self.y[a : a + step])
+            Z = WT @ Xc.T  # (rows, m), C-contiguous; the padding rows stay 0
+            ce += _ce_stack(Z[:used].reshape(k, C, -1), self.y[a : a + step])
             G += Z @ Xc
-        grad = G.reshape(k, C, D).transpose(0, 2, 1).reshape(k, D * C).astype(np.float64) / self.n
+        grad = G[:used].reshape(k, C, D).transpose(0, 2, 1).reshape(k, D * C).astype(np.float64) / self.n
         return self.penalty.add(idx, thetas, ce / self.n, grad)
 
 
@@ -182,11 +201,11 @@ def _two_loop(g, S, Y, rho, head, filled, idx):
         if not valid.any():
             break
         sl = slots[j]
-        a = np.where(valid, rho[idx, sl] * np.einsum("kp,kp->k", S[idx, sl], q), 0.0)
+        a = np.where(valid, rho[idx, sl] * _rowdot(S[idx, sl], q), 0.0)
         al[:, j] = a
         q -= a[:, None] * Y[idx, sl]
     yn = Y[idx, slots[0]]
-    yy = np.einsum("kp,kp->k", yn, yn)
+    yy = _rowdot(yn, yn)
     gamma = np.where(filled > 0, 1.0 / np.maximum(rho[idx, slots[0]] * yy, 1e-300), 1.0)  # H0 = (sᵀy/yᵀy)·I
     r = q * gamma[:, None]
     for j in reversed(range(m)):
@@ -194,7 +213,7 @@ def _two_loop(g, S, Y, rho, head, filled, idx):
         if not valid.any():
             continue
         sl = slots[j]
-        b = np.where(valid, rho[idx, sl] * np.einsum("kp,kp->k", Y[idx, sl], r), 0.0)
+        b = np.where(valid, rho[idx, sl] * _rowdot(Y[idx, sl], r), 0.0)
         r += (al[:, j] - b)[:, None] * S[idx, sl]
     return -r
 
@@ -282,7 +301,7 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
         if not np.isfinite(ft).all() and (~searching[act] & ~np.isfinite(ft)).any():
             raise FloatingPointError("non-finite objective at a start point")
         # acceptance
-        dt_ = np.einsum("kp,kp->k", gt, d[act])
+        dt_ = _rowdot(gt, d[act])
         srch = searching[act]
         a, fa, d0a = alpha[act], f0[act], d0[act]
         eps_f = np.where(single[act], 100 * np.finfo(np.float32).eps, 100 * np.finfo(np.float64).eps) * np.abs(fa)
@@ -320,8 +339,8 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
                 ru = act[upd]
                 s_ = xt[ru] - x[ru]
                 y_ = gt[upd] - g[ru]
-                sy = np.einsum("kp,kp->k", s_, y_)
-                yy = np.einsum("kp,kp->k", y_, y_)
+                sy = _rowdot(s_, y_)
+                yy = _rowdot(y_, y_)
                 good = sy > 1e-10 * yy
                 rg = ru[good]
                 S[rg, head[rg]] = s_[good]
@@ -351,12 +370,12 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
         nd = act[new_dir & ~done[act]]
         if nd.size:
             dirs = _two_loop(g[nd], S, Y, rho, head, filled, nd)
-            slope = np.einsum("kp,kp->k", dirs, g[nd])
+            slope = _rowdot(dirs, g[nd])
             bad = ~(slope < 0)  # not a descent direction: forget the memory
             if bad.any():
                 filled[nd[bad]] = 0
                 dirs[bad] = -g[nd[bad]]
-                slope[bad] = -np.einsum("kp,kp->k", g[nd[bad]], g[nd[bad]])
+                slope[bad] = -_rowdot(g[nd[bad]], g[nd[bad]])
             first = filled[nd] == 0
             alpha[nd] = np.where(first, 1.0 / np.maximum(np.linalg.norm(g[nd], axis=1), 1e-300), 1.0)
             d[nd], d0[nd], f0[nd], nls[nd] = dirs, slope, f[nd], 0

@@ -26,10 +26,12 @@
   of that block included) are solved together by :func:`dpbench.learn.fit_softmax_lockstep` — one GEMM per
   evaluation for up to ``LOCKSTEP_MODELS`` models, each with its own noise, L2, warm start and the same
   stopping rule ‖∇J‖₂ ≤ η·K/N, certified by a float64 gradient. The noise of each cell is drawn from the
-  cell's own stream exactly as by :func:`loss_perturbation_fit`. ``lbfgs.float32`` (default true) runs the
-  iterations in single precision until the gradient is within 30τ and finishes in float64: the certificate,
-  and so the privacy statement, is that of the float64 solver; the released θ differs from a float64-only solve
-  by at most 2τ/λ (both are within τ/λ of the exact minimiser), so the setting is not part of the cell key.
+  cell's own stream exactly as by :func:`loss_perturbation_fit`; a cell's θ is bit for bit the same whichever
+  cells share its batch. ``lbfgs.float32`` (default false) runs the iterations in single precision until the
+  gradient is within 30τ and finishes in float64: the certificate, and so the privacy statement, is that of
+  the float64 solver, and the released θ differs from a float64-only solve by at most 2τ/λ (both are within
+  τ/λ of the exact minimiser) — but it then depends on the batch (single-precision GEMMs are not
+  batch-invariant), so a resumed or sharded run may differ within that bound; off by default for that reason.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def loss_perturbation_draw(rng, epsilon: float, delta: float, n_classes: int, ne
 
 
 def loss_perturbation_fit_many(X, y, n_classes: int, noises, l2s, theta0s, *, error_fraction: float, maxiter: int,
-                               float32: bool = True, batch: int = LOCKSTEP_MODELS) -> np.ndarray:
+                               float32: bool = False, batch: int = LOCKSTEP_MODELS) -> np.ndarray:
     """The minimisers of mean CE + (l2_r/2)‖θ‖² + ⟨B_r, θ⟩/N for the noises ``noises`` (R, D, C) (drawn by
     :func:`loss_perturbation_draw`), L2 ``l2s`` (R,) and warm starts ``theta0s`` (R, D, C), in lockstep
     batches of ``batch`` models, each stopped at ‖∇J‖₂ ≤ :func:`dpbench.learn.sensitivity_grad_norm_tol`
@@ -155,7 +157,7 @@ class LossPerturbation(Method):
         Setting("regularizer", "loss_perturbation", schema={"enum": ["code_max", "paper_sum"]}),
         Setting("neighbouring", "loss_perturbation", default="replace_one",
                 schema={"enum": ["replace_one", "add_remove"]}),
-        Setting("float32", "lbfgs", default=True, type="boolean"),
+        Setting("float32", "lbfgs", default=False, type="boolean"),
     )
     style = dict(color="tab:blue", marker="o")
 
@@ -185,7 +187,7 @@ class LossPerturbation(Method):
         thetas = loss_perturbation_fit_many(
             problem.X_train, problem.y_train, problem.n_classes, np.stack([b for b, _, _ in draws]),
             [c.param["l2_effective"] for c in cells], np.stack([warm[c.param["l2_effective"]] for c in cells]),
-            error_fraction=p["error_fraction"], maxiter=p["maxiter"], float32=bool(self.settings.get("float32", True)))
+            error_fraction=p["error_fraction"], maxiter=p["maxiter"], float32=bool(self.settings.get("float32", False)))
         out = []
         for cell, theta, (_, kind, scale) in zip(cells, thetas, draws):
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),

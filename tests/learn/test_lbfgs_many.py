@@ -55,7 +55,7 @@ def test_float32_without_a_copy_converts_row_chunks(monkeypatch):
     X, y, C, l2, linear, theta0 = _problems(R=3)
     full = lm.SharedDesign(X, y, C, l2[:3], linear[:3], n_models=3, float32=True)
     monkeypatch.setattr(lm, "FLOAT32_MAX_BYTES", 0)  # no room for a float32 copy of X
-    monkeypatch.setattr(lm, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(lm, "ROW_CHUNK", 64)
     chunked = lm.SharedDesign(X, y, C, l2[:3], linear[:3], n_models=3, float32=True)
     assert chunked.X32 is None and full.X32 is not None
     idx = np.arange(3)
@@ -66,7 +66,7 @@ def test_float32_without_a_copy_converts_row_chunks(monkeypatch):
 
 def test_shared_evaluator_matches_objective_in_row_chunks(monkeypatch):
     X, y, C, l2, linear, theta0 = _problems()
-    monkeypatch.setattr(lm, "CHUNK_BYTES", 1)  # 256-row chunks
+    monkeypatch.setattr(lm, "ROW_CHUNK", 64)
     ev = lm.SharedDesign(X, y, C, l2, linear, n_models=len(l2))
     idx = np.array([4, 1, 2])
     f, G = ev(idx, theta0[idx].reshape(3, -1))
@@ -103,3 +103,17 @@ def test_maxiter_and_unreachable_tolerance():
     assert [i.n_iter for i in infos] == [3, 3] and not any(i.converged for i in infos)
     with pytest.raises(RuntimeError, match="did not reach"):
         lm.fit_softmax_lockstep(X, y, C, l2[:2], linear, theta0, grad_norm_tol=1e-14, maxiter=2)
+
+
+def test_batch_invariance():
+    """float64: a model's result is bit for bit the same alone or in batches of other sizes and compositions."""
+    float32 = False
+    X, y, C, l2, linear, theta0 = _problems()
+    tol = 1e-7
+    alone = [lm.fit_softmax_lockstep(X, y, C, l2[r], linear[r][None], theta0[r], grad_norm_tol=tol,
+                                     float32=float32)[0] for r in range(5)]
+    for order in ([0, 1, 2, 3, 4], [3, 1], [4, 0, 2]):
+        got = lm.fit_softmax_lockstep(X, y, C, l2[order], linear[order], theta0[order], grad_norm_tol=tol,
+                                      float32=float32)
+        for i, r in enumerate(order):
+            np.testing.assert_array_equal(got[i], alone[r])
