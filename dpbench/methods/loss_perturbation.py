@@ -49,7 +49,7 @@ from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
 NEIGHBOURING = ("replace_one", "add_remove")
 #: repetitions whose cells are computed in one group (one lockstep solve per batch)
-LOCKSTEP_REPS = 20
+LOCKSTEP_REPS = 10
 #: models advanced together by one lockstep solve (one GEMM with W of D × C·LOCKSTEP_MODELS)
 LOCKSTEP_MODELS = 32
 
