@@ -64,7 +64,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="data")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--lp-models", type=int, default=20)
+    ap.add_argument("--lp-models", type=int, default=10)
     ap.add_argument("--sa-batch", type=int, default=16)
     ap.add_argument("--skip", nargs="*", default=[])
     a = ap.parse_args(argv)
