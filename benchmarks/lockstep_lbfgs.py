@@ -47,9 +47,11 @@ def timed(fn):
 def alternate(rounds, fns):
     """{name: [cpu-s per round]} running the functions in turn, ``rounds`` times."""
     out = {k: [] for k in fns}
-    for _ in range(rounds):
+    for i in range(rounds):
         for k, fn in fns.items():
             out[k].append(timed(fn)[0])
+        print(f"   round {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in out.items()) + f"; load {load()}",
+              flush=True)
     return out
 
 
