@@ -6,7 +6,8 @@ The same functions serve the Snakefile (one job per series) and direct library u
    × CV repetition at each (ε, δ) of the figure; the value with the best mean validation accuracy is kept;
 2. **cells** — one per (point, repetition), deduplicated by content key (a training method's cell serves
    every B; the baseline's one cell serves everything);
-3. **groups** — cells sharing a trained artefact are computed together; groups run in parallel with joblib
+3. **groups** — cells sharing a trained artefact, or solved together (loss perturbation: the repetitions and
+   tuning values of one (ε, δ) in one lockstep L-BFGS), are computed together; groups run in parallel with joblib
    (BLAS limited to one thread per worker so workers × threads ≤ cores). Finished cells are cached, so an
    interrupted run resumes without recomputing them.
 """

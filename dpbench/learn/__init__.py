@@ -4,6 +4,7 @@ clipped-sum plugs of the softmax and the MLP (van der Maaten & Hannun 2020, §3,
 and permutation SGD for binary linear models (one model, and many at once). Every private algorithm built on them
 is in :mod:`dpbench.methods`."""
 
+from .lbfgs_many import fit_softmax_lockstep
 from .dpsgd import (clip_scales, clipped_contributions, dpsgd_loop, dpsgd_steps, lr_factors, poisson_batches,
                     softmax_clipped_sum)
 from .softmax import (
@@ -37,6 +38,7 @@ __all__ = [
     "softmax_objective",
     "fit_softmax",
     "fit_softmax_many",
+    "fit_softmax_lockstep",
     "predict_logits",
     "predict",
     "accuracy",

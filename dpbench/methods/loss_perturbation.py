@@ -22,6 +22,16 @@
   (:func:`dpbench.learn.sensitivity_grad_norm_tol`), so the release is within (η/2)·2K/(N·l2) of the exact
   perturbed minimiser — η/2 (0.5% by default) of the record-level sensitivity of that minimiser. The bound is
   recorded in every row (``solver_error_bound``); it is a stated approximation, not folded into ε.
+* **Lockstep solves.** The cells of one (ε, δ) and block of ``LOCKSTEP_REPS`` repetitions (every tuning value
+  of that block included) are solved together by :func:`dpbench.learn.fit_softmax_lockstep` — one GEMM per
+  evaluation for up to ``LOCKSTEP_MODELS`` models, each with its own noise, L2, warm start and the same
+  stopping rule ‖∇J‖₂ ≤ η·K/N, certified by a float64 gradient. The noise of each cell is drawn from the
+  cell's own stream exactly as by :func:`loss_perturbation_fit`; a cell's θ is bit for bit the same whichever
+  cells share its batch. ``lbfgs.float32`` (default false) runs the iterations in single precision until the
+  gradient is within 30τ and finishes in float64: the certificate, and so the privacy statement, is that of
+  the float64 solver, and the released θ differs from a float64-only solve by at most 2τ/λ (both are within
+  τ/λ of the exact minimiser) — but it then depends on the batch (single-precision GEMMs are not
+  batch-invariant), so a resumed or sharded run may differ within that bound; off by default for that reason.
 """
 
 from __future__ import annotations
@@ -30,13 +40,18 @@ import math
 
 import numpy as np
 
-from dpbench.learn import HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, sensitivity_grad_norm_tol
+from dpbench.learn import (HESSIAN_BOUND_L, LIPSCHITZ_K, fit_softmax, fit_softmax_lockstep,
+                           sensitivity_grad_norm_tol)
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting, accuracy_of_logits
 from dpbench.methods.non_private import LBFGS_SETTINGS, fit_minimiser, trained_softmax
 from dpbench.methods.sensitivity import solver_record
 from dpbench.privacy import sample_gaussian, sample_l2_laplace
 
 NEIGHBOURING = ("replace_one", "add_remove")
+#: repetitions whose cells are computed in one group (one lockstep solve per batch)
+LOCKSTEP_REPS = 10
+#: models advanced together by one lockstep solve (one GEMM with W of D × C·LOCKSTEP_MODELS)
+LOCKSTEP_MODELS = 32
 
 
 def loss_perturbation_l2(rule: str, rho: float, n: int, lam: float) -> float:
@@ -97,15 +112,38 @@ def loss_perturbation_fit(X, y, n_classes: int, l2_effective: float, epsilon: fl
     at the same l2) and stopped by :func:`dpbench.learn.sensitivity_grad_norm_tol`. Returns
     ``(θ_priv, noise kind, scale)``."""
     n = X.shape[0]
-    kind, scale, _ = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring)
     theta0 = np.asarray(theta0)
-    if kind == "l2_laplace":
-        noise = sample_l2_laplace(rng, scale, theta0.size).reshape(theta0.shape)
-    else:
-        noise = sample_gaussian(rng, scale, theta0.shape)
+    noise, kind, scale = loss_perturbation_draw(rng, epsilon, delta, n_classes, neighbouring, theta0.shape)
     theta = fit_softmax(X, y, n_classes, l2=l2_effective, linear=noise / n, theta0=theta0, maxiter=maxiter,
                         grad_norm_tol=sensitivity_grad_norm_tol(n, error_fraction))
     return theta, kind, scale
+
+
+def loss_perturbation_draw(rng, epsilon: float, delta: float, n_classes: int, neighbouring: str, shape):
+    """The noise B (``shape``) of one release, drawn from ``rng`` (one call, calibration of
+    :func:`loss_perturbation_noise`); returns ``(B, noise kind, scale)``."""
+    kind, scale, _ = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring)
+    if kind == "l2_laplace":
+        return sample_l2_laplace(rng, scale, math.prod(shape)).reshape(shape), kind, scale
+    return sample_gaussian(rng, scale, shape), kind, scale
+
+
+def loss_perturbation_fit_many(X, y, n_classes: int, noises, l2s, theta0s, *, error_fraction: float, maxiter: int,
+                               float32: bool = False, batch: int = LOCKSTEP_MODELS) -> np.ndarray:
+    """The minimisers of mean CE + (l2_r/2)‖θ‖² + ⟨B_r, θ⟩/N for the noises ``noises`` (R, D, C) (drawn by
+    :func:`loss_perturbation_draw`), L2 ``l2s`` (R,) and warm starts ``theta0s`` (R, D, C), in lockstep
+    batches of ``batch`` models, each stopped at ‖∇J‖₂ ≤ :func:`dpbench.learn.sensitivity_grad_norm_tol`
+    (a float64 certificate, also with ``float32``). Returns θ (R, D, C)."""
+    n = X.shape[0]
+    noises = np.asarray(noises, dtype=np.float64)
+    l2s, theta0s = np.asarray(l2s, dtype=np.float64), np.asarray(theta0s, dtype=np.float64)
+    out = np.empty_like(noises)
+    tol = sensitivity_grad_norm_tol(n, error_fraction)
+    for a in range(0, len(noises), batch):
+        out[a : a + batch] = fit_softmax_lockstep(X, y, n_classes, l2s[a : a + batch], noises[a : a + batch] / n,
+                                                  theta0s[a : a + batch], grad_norm_tol=tol, maxiter=maxiter,
+                                                  float32=float32)
+    return out
 
 
 @REGISTRY.register
@@ -119,6 +157,7 @@ class LossPerturbation(Method):
         Setting("regularizer", "loss_perturbation", schema={"enum": ["code_max", "paper_sum"]}),
         Setting("neighbouring", "loss_perturbation", default="replace_one",
                 schema={"enum": ["replace_one", "add_remove"]}),
+        Setting("float32", "lbfgs", default=False, type="boolean"),
     )
     style = dict(color="tab:blue", marker="o")
 
@@ -141,17 +180,30 @@ class LossPerturbation(Method):
                                                    error_fraction=ef, maxiter=s["maxiter"])
         return theta, {"noise_kind": kind, "noise_scale": scale, "l2_effective": l2}
 
+    def group_key(self, cell: Cell):
+        """The cells of one (ε, δ) and block of LOCKSTEP_REPS repetitions, every effective L2 (tuning value)
+        included: solved together in lockstep."""
+        shared = tuple(kv for kv in cell.params if kv[0] != "l2_effective")
+        return (cell.problem, shared, cell.epsilon, cell.delta, (cell.rep or 0) // LOCKSTEP_REPS)
+
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
+        p = cells[0].param
+        warm = {}
+        for cell in cells:  # the non-private fit at each effective L2 (cached artefacts)
+            l2 = cell.param["l2_effective"]
+            if l2 not in warm:
+                warm[l2] = trained_softmax(problem, l2, ctx, p["error_fraction"], p["maxiter"])
+        shape = next(iter(warm.values())).shape
+        draws = [loss_perturbation_draw(ctx.rng(cell.stream_key), cell.epsilon, cell.delta, problem.n_classes,
+                                        p["neighbouring"], shape) for cell in cells]
+        thetas = loss_perturbation_fit_many(
+            problem.X_train, problem.y_train, problem.n_classes, np.stack([b for b, _, _ in draws]),
+            [c.param["l2_effective"] for c in cells], np.stack([warm[c.param["l2_effective"]] for c in cells]),
+            error_fraction=p["error_fraction"], maxiter=p["maxiter"], float32=bool(self.settings.get("float32", False)))
         out = []
-        for cell in cells:
-            p = cell.param
-            theta0 = trained_softmax(problem, p["l2_effective"], ctx, p["error_fraction"], p["maxiter"])
-            theta, kind, scale = loss_perturbation_fit(
-                problem.X_train, problem.y_train, problem.n_classes, p["l2_effective"], cell.epsilon, cell.delta,
-                ctx.rng(cell.stream_key), theta0, neighbouring=p["neighbouring"], error_fraction=p["error_fraction"],
-                maxiter=p["maxiter"])
+        for cell, theta, (_, kind, scale) in zip(cells, thetas, draws):
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),
                         "noise_kind": kind, "noise_scale": scale, "composition": "none",
                         "epsilon_achieved": loss_perturbation_epsilon(cell.epsilon, cell.delta, p["neighbouring"]),
-                        **solver_record(problem.n_train, p["l2_effective"], p["error_fraction"])})
+                        **solver_record(problem.n_train, cell.param["l2_effective"], p["error_fraction"])})
         return out

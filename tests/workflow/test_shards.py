@@ -61,7 +61,8 @@ def test_shards_respect_groups_and_limits(tiny_config):
     blocks = [(r0, r1) for s in sp.final for *_, r0, r1 in s.units]
     assert blocks == [(0, 10), (10, 20), (20, 25)] * 2  # DP-SGD's blocks of 10 runs are never split (2 epsilons)
     sp = shards.plan(cfg, "vdm2020", "fig1a", "loss_perturbation")
-    assert len(sp.final) == 2 * 25 and len(sp.tuning) == 2 * 2  # per (epsilon, rep); per (epsilon, lambda)
+    # per (epsilon, block of 10 repetitions: one lockstep group, never split); per (epsilon, lambda)
+    assert len(sp.final) == 2 * 3 and len(sp.tuning) == 2 * 2
     cfg["sharding"]["max_cpu_minutes"] = 1e6
     sp = shards.plan(cfg, "vdm2020", "fig1a", "loss_perturbation")
     assert len(sp.final) == 1 and len(sp.tuning) == 1
