@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from dpbench.audit import stats as S
 from dpbench.audit.methods import REGISTRY, MethodAudit
 from dpbench.rng import generator
