@@ -55,7 +55,8 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     return {"method": name, "label": m.label, "study": m.study, "variant": variant, "claimed_epsilon": eps,
             "delta": float(out["delta"]), "trials": trials, "seed_index": int(seed_index), "alpha": alpha,
             "eps_lower": float(b["eps_lower"]), "eps_point": float(b["eps_point"]),
-            "eps_pair": float(out.get("eps_pair", math.nan)), "fraction": float(b["eps_lower"]) / eps,
+            "eps_pair": float(out.get("eps_pair", math.nan)),
+            "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": float(b["eps_lower"]) / eps,
             "fires": bool(b["eps_lower"] > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
             "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0}

@@ -50,8 +50,13 @@ def _dpsgd_setup(config: dict, block: dict, epsilon: float, twin: str) -> dict:
 
 
 def _dpsgd_result(s_d, s_dp, p: dict) -> dict:
-    return {"s_d": s_d, "s_dp": s_dp, "delta": p["delta"],
-            "eps_pair": last_iterate_epsilon(p["T"], 1.0 / p["N"], p["cal_claim"].noise_multiplier, p["delta"]),
+    """The audit record of a DP-SGD audit: ``eps_pair`` the exact last-iterate ε of the pair at the claimed σ,
+    ``eps_pair_variant`` at the σ actually run (a twin whose last iterate is still ε-private on the pair cannot
+    be caught by this statistic)."""
+    eps_pair = last_iterate_epsilon(p["T"], 1.0 / p["N"], p["cal_claim"].noise_multiplier, p["delta"])
+    return {"s_d": s_d, "s_dp": s_dp, "delta": p["delta"], "eps_pair": eps_pair,
+            "eps_pair_variant": (eps_pair if p["sigma"] == p["cal_claim"].noise_multiplier else
+                                 last_iterate_epsilon(p["T"], 1.0 / p["N"], p["sigma"], p["delta"])),
             "noise_scale": p["cal"].noise_multiplier, "steps": p["T"], "q_audit": 1.0 / p["N"], "q_study": p["q"]}
 
 
