@@ -65,6 +65,14 @@ def figure_config(config: dict, study: str, figure: str) -> dict:
     return fc
 
 
+def ch3_settings(config: dict) -> dict:
+    """wu2016 ch. 3 settings of Fig. 3.2 the PSGD audits read: batch size ``b``, ``passes``, ``lam`` (λ) and the
+    study's ``choices``."""
+    w = config["studies"]["wu2016"]
+    f32 = figure_config(config, "wu2016", "fig3_2")
+    return {"b": int(f32["batch_size"]), "passes": int(f32["passes"]), "lam": float(w["l2"]), "choices": w["choices"]}
+
+
 def vdm_settings(config: dict) -> dict:
     v = config["studies"]["vdm2020"]
     n = int(v["n_train"] or 60000)

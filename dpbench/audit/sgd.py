@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from dpbench.audit import stats as S
-from dpbench.audit.pairs import BOLT_ON_M, bias_pair, figure_config, push_margin, saturated_canary
+from dpbench.audit.pairs import BOLT_ON_M, bias_pair, ch3_settings, figure_config, push_margin, saturated_canary
 from dpbench.audit.registry import chunked, factor, register
 
 
@@ -193,12 +193,8 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
     from dpbench.learn import psgd_many as many
     from dpbench.privacy.mechanisms import output_noise
 
-    w = config["studies"]["wu2016"]
-    m = BOLT_ON_M
-    f32 = figure_config(config, "wu2016", "fig3_2")
-    b = int(f32["batch_size"])
-    passes = int(f32["passes"])
-    lam = float(w["l2"])
+    c = ch3_settings(config)
+    m, b, passes, lam = BOLT_ON_M, c["b"], c["passes"], c["lam"]
     shared = int(rng.integers(2**62))
     W0, sens = [], None
     a, h = saturated_canary(push_margin(1.0 / lam))
@@ -206,7 +202,7 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
     Yk[-1, 0] = 1.0
     for X in bias_pair(m, a, h):
         _, info = many.bolt_on_many(X, Yk, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
-                                    l2=lam, sc_sensitivity=w["choices"]["sc_sensitivity"])
+                                    l2=lam, sc_sensitivity=c["choices"]["sc_sensitivity"])
         W0.append(info["W0"][0])
         sens = info["sensitivity"]
     fD, fP = W0
@@ -246,7 +242,7 @@ SCS13_CHUNK = 5000       # models trained side by side per call (one trial each)
 def audit_scs13(config, epsilon, twin, trials, rng):
     from dpbench.learn import psgd_many as many
 
-    passes = int(figure_config(config, "wu2016", "fig3_2")["passes"])
+    passes = ch3_settings(config)["passes"]
     eps_cal = epsilon / factor(twin) * (passes if twin == "bug_passes_accounted" else 1)
     n = SCS13_PUSHERS + 1
     a = 1.0 / math.sqrt(1.0 + SCS13_TILT ** 2)
@@ -281,12 +277,10 @@ def audit_scs13(config, epsilon, twin, trials, rng):
 def audit_bst14(config, epsilon, twin, trials, rng):
     from dpbench.learn import psgd_many as many
 
-    w = config["studies"]["wu2016"]
-    f32 = figure_config(config, "wu2016", "fig3_2")
-    m = int(w["datasets"]["protein"]["n_train"] or BOLT_ON_M)   # the study's Protein training split
-    b, passes = int(f32["batch_size"]), int(f32["passes"])
-    lam = float(w["l2"])
-    iota = float(w["choices"]["bst14_iota"]) * factor(twin) ** 2
+    c = ch3_settings(config)
+    m = int(config["studies"]["wu2016"]["datasets"]["protein"]["n_train"] or BOLT_ON_M)   # the study's Protein split
+    b, passes, lam = c["b"], c["passes"], c["lam"]
+    iota = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2
     delta = 1.0 / m
     X = np.zeros((m, 1))
     X[-1, 0] = 1.0
