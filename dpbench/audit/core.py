@@ -47,7 +47,7 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     trials = int(trials if trials is not None else trials_for(config, name))
     alpha = float(config["studies"]["audit"]["alpha"])
     key = cell_key(name, epsilon, variant, seed_index, trials)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
@@ -59,4 +59,5 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
             "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": float(b["eps_lower"]) / eps,
             "fires": bool(b["eps_lower"] > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
-            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0}
+            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0,
+            "cpu_s": time.process_time() - c0}

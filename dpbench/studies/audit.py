@@ -153,7 +153,8 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(["series", "claimed_epsilon", "variant"], sort=False)
     return g.agg(label=("label", "first"), eps_lower_median=("eps_lower", "median"),
                  eps_lower_min=("eps_lower", "min"), eps_lower_max=("eps_lower", "max"),
-                 eps_pair=("eps_pair", "first"), eps_pair_variant=("eps_pair_variant", "first"), delta=("delta", "first"), fire_rate=("fires", "mean"),
+                 eps_pair=("eps_pair", "first"), eps_pair_variant=("eps_pair_variant", "first"),
+                 delta=("delta", "first"), fire_rate=("fires", "mean"),
                  seeds=("fires", "size"),
                  trials=("trials", "first"), runtime_s=("runtime_s", "sum"),
                  post_training_noise=("post_training_noise", "first")).reset_index()
