@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from dpbench.audit import stats as S
 from dpbench.audit.methods import REGISTRY, MethodAudit
 from dpbench.rng import generator
@@ -49,7 +47,7 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     trials = int(trials if trials is not None else trials_for(config, name))
     alpha = float(config["studies"]["audit"]["alpha"])
     key = cell_key(name, epsilon, variant, seed_index, trials)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
@@ -57,7 +55,9 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     return {"method": name, "label": m.label, "study": m.study, "variant": variant, "claimed_epsilon": eps,
             "delta": float(out["delta"]), "trials": trials, "seed_index": int(seed_index), "alpha": alpha,
             "eps_lower": float(b["eps_lower"]), "eps_point": float(b["eps_point"]),
-            "eps_pair": float(out.get("eps_pair", math.nan)), "fraction": float(b["eps_lower"]) / eps,
+            "eps_pair": float(out.get("eps_pair", math.nan)),
+            "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": float(b["eps_lower"]) / eps,
             "fires": bool(b["eps_lower"] > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
-            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0}
+            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0,
+            "cpu_s": time.process_time() - c0}

@@ -148,10 +148,13 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per (method, ε, variant): median and min/max ε̂ over seeds, ε_pair, the firing rate and the runtime."""
+    if "eps_pair_variant" not in df:              # frames written before the column existed
+        df = df.assign(eps_pair_variant=np.nan)
     g = df.groupby(["series", "claimed_epsilon", "variant"], sort=False)
     return g.agg(label=("label", "first"), eps_lower_median=("eps_lower", "median"),
                  eps_lower_min=("eps_lower", "min"), eps_lower_max=("eps_lower", "max"),
-                 eps_pair=("eps_pair", "first"), delta=("delta", "first"), fire_rate=("fires", "mean"),
+                 eps_pair=("eps_pair", "first"), eps_pair_variant=("eps_pair_variant", "first"),
+                 delta=("delta", "first"), fire_rate=("fires", "mean"),
                  seeds=("fires", "size"),
                  trials=("trials", "first"), runtime_s=("runtime_s", "sum"),
                  post_training_noise=("post_training_noise", "first")).reset_index()
@@ -233,9 +236,12 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                 f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
                 note = ""
                 # pure-ε noise (Laplace, L2-Laplace): the pair's exact ε scales as 1/f
-                if f is not None and r.delta == 0 and np.isfinite(r.eps_pair) and r.eps_pair / f <= eps:
-                    note = (f"; twin's exact ε on the audited pair {r.eps_pair / f:.3f} ≤ ε: not broken on this pair "
-                            "(slack of the method's sensitivity bound), cannot be caught here")
+                # (ε, δ) methods with a closed form for the twin's own ε on the pair (DP-SGD's last iterate)
+                exact = (r.eps_pair / f if f is not None and r.delta == 0 and np.isfinite(r.eps_pair)
+                         else r.eps_pair_variant)
+                if np.isfinite(exact) and exact <= eps:
+                    note = (f"; twin's exact ε on the audited pair {exact:.3f} ≤ ε: not broken on this pair "
+                            "(slack of the method's analysis on this pair and statistic), cannot be caught here")
                 # a twin that is still ε-DP on every reachable pair cannot be caught: undecided
                 add("twin-caught", f"caught in {r.fire_rate:.0%} of {r.seeds}; ε̂ median {r.eps_lower_median:.3f}{note}",
                     float(r.fire_rate), (V.holds() if ok else V.undecided("twin not broken on the audited pair")

@@ -12,7 +12,8 @@ from dpbench.studies import load_config
 
 SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 200, "bolt_on": 5_000,
          "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000,
-         "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000}
+         "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000,
+         "dpsgd_mlp": 200, "scs13": 5_000, "bst14": 20}
 
 # (method, twin, claimed ε, trials per side): each twin is caught (ε̂ > claimed ε) at this small size
 CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
@@ -28,7 +29,11 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("mean_laplace", "bug_l2_sensitivity", 1.0, 20_000),
           ("mean_gaussian", "noise_x0.5", 1.0, 300_000),
           ("ldp_mean", "noise_x0.5", 1.0, 20_000),
-          ("ldp_sgd_report", "noise_x0.5", 1.0, 20_000)]
+          ("ldp_sgd_report", "noise_x0.5", 1.0, 20_000),
+          ("dpsgd_mlp", "noise_x0.1", 1.0, 300),
+          ("scs13", "bug_passes_accounted", 1.0, 5_000),
+          ("scs13", "bug_passes_accounted", 4.0, 5_000),
+          ("bst14", "noise_x0.001", 1.0, 100)]
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +120,7 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
 
 def test_dpsgd_last_iterate_epsilon_reduces_to_the_gaussian_closed_form():
     """q = 1: the canary is in every step, the last iterate is a Gaussian shift 2T/(σ√T) (in units of lr·ν)."""
-    from dpbench.audit.methods import last_iterate_epsilon
+    from dpbench.audit.sgd import last_iterate_epsilon
     from dpbench.audit.stats import gaussian_epsilon
 
     assert abs(last_iterate_epsilon(100, 1.0, 10.0, 1e-5) - gaussian_epsilon(2.0, 1e-5)) < 1e-3
@@ -134,16 +139,16 @@ def _sigmoid(z):
 
 
 def test_saturation_helpers():
-    from dpbench.audit.methods import _bias_pair, _push_margin, _saturated_canary
+    from dpbench.audit.pairs import bias_pair, push_margin, saturated_canary
 
     for g in (2.0, 100.0, 1e4):
-        s = _push_margin(g)
+        s = push_margin(g)
         assert abs(s - g * _sigmoid(-s)) < 1e-9
-    a, b = _saturated_canary(5.0)
+    a, b = saturated_canary(5.0)
     assert abs(a * a + b * b - 1) < 1e-12
     t = np.linspace(0, 1, 1001)
     assert a * _sigmoid(5.0 * b) >= (np.sqrt(1 - t * t) * _sigmoid(5.0 * t)).max() - 1e-6
-    Xd, Xp = _bias_pair(10, a, b, pushers=4)
+    Xd, Xp = bias_pair(10, a, b, pushers=4)
     assert (Xd[:4] == [0, 1]).all() and (Xd[4:-1] == 0).all() and (Xd[:-1] == Xp[:-1]).all()
     assert np.allclose(Xd[-1], (a, b)) and np.allclose(Xp[-1], (-a, b))
 
@@ -151,7 +156,7 @@ def test_saturation_helpers():
 def test_model_sensitivity_saturation_pair_beats_the_previous_pair():
     """ε_pair/ε = ‖θ_D − θ_D′‖/Δ′ at the smoke size N = 8000, λ = 1e-3: the previous pair (C = 10, one feature)
     reaches ≈ √(1 − 1/C)/√2 ≈ 0.67, the saturation pair (C = 2, bias feature) ≈ 0.81."""
-    from dpbench.audit.methods import _softmax_pair, _softmax_saturation_pair
+    from dpbench.audit.pairs import softmax_pair, softmax_saturation_pair
     from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
     from dpbench.methods.sensitivity import minimiser_sensitivity
 
@@ -163,8 +168,8 @@ def test_model_sensitivity_saturation_pair_beats_the_previous_pair():
         return float(np.linalg.norm(fit_softmax(Xd, y, C, l2=lam, grad_norm_tol=tol)
                                     - fit_softmax(Xp, y, C, l2=lam, grad_norm_tol=tol)) / minimiser_sensitivity(n, lam))
 
-    old = ratio(_softmax_pair(n, 10), 10)
-    new = ratio(_softmax_saturation_pair(n, lam), 2)
+    old = ratio(softmax_pair(n, 10), 10)
+    new = ratio(softmax_saturation_pair(n, lam), 2)
     assert 0.63 < old < 0.68
     assert new > 0.8 and new > old + 0.12
     assert new <= 1.0
@@ -173,7 +178,7 @@ def test_model_sensitivity_saturation_pair_beats_the_previous_pair():
 def test_bolt_on_saturation_pair_beats_the_previous_pair():
     """ε_pair/ε = ‖w_D − w_D′‖/Δ of the noiseless bolt-on PSGD (m = 5000, b = 50, 10 passes, λ = 1e-3, one
     shared order): the previous pair has |ℓ′| = 1/2, the saturation pair |ℓ′| ≈ 0.95 with a ≈ 0.93."""
-    from dpbench.audit.methods import _bias_pair, _push_margin, _saturated_canary
+    from dpbench.audit.pairs import bias_pair, push_margin, saturated_canary
     from dpbench.methods import private_psgd_many as many
 
     m, lam = 5000, 1e-3
@@ -191,7 +196,7 @@ def test_bolt_on_saturation_pair_beats_the_previous_pair():
     old = ratio((Xd, Xp), np.ones((m, 1)))
     Y = -np.ones((m, 1))
     Y[-1] = 1.0
-    new = ratio(_bias_pair(m, *_saturated_canary(_push_margin(1.0 / lam))), Y)
+    new = ratio(bias_pair(m, *saturated_canary(push_margin(1.0 / lam))), Y)
     assert new > 1.5 * old and new <= 1.0
 
 
@@ -200,7 +205,7 @@ def test_objective_perturbation_saturation_pair_beats_the_previous_pair():
     which differ by the canary's gradient difference at the released w: 1 at every w for the previous pair
     (one feature, y·x = ±1: σ(m) + σ(−m) = 1), ≈ 1.19 (ε = 1) / 1.24 (ε = 4) at the noiseless minimiser of the
     saturation pair, which lies inside the ball (the statistic is exact there)."""
-    from dpbench.audit.methods import _logistic_canary, _objp_pair
+    from dpbench.audit.erm import _logistic_canary, _objp_pair
     from dpbench.methods.output_perturbation import erm_ball
 
     cfg = load_config(DEFAULT_CONFIG_PATH)
@@ -221,7 +226,7 @@ def test_output_perturbation_ceiling():
     ε_pair > ε·G/(4(1 + λR)) ≈ 0.247ε (ε = 1). The audited one-feature pair reaches G = 1 (91 % of it); a
     two-feature saturation pair reaches 99 % (kept out: its second noise dimension costs more power than it
     gains at ε = 1, docs/studies/audit.md)."""
-    from dpbench.audit.methods import CH4_N, _bias_pair, _logistic_pair, _push_margin, _saturated_canary
+    from dpbench.audit.pairs import CH4_N, bias_pair, logistic_pair, saturated_canary
     from dpbench.methods.output_perturbation import erm_ball, op_sensitivity
 
     R, n, eps = 1.0, CH4_N, 1.0
@@ -240,11 +245,11 @@ def test_output_perturbation_ceiling():
     lam = math.sqrt(8 / (n * eps))
     beta = eps / op_sensitivity("logistic", lam, R, n)
     ceiling = eps * G / (4 * (1 + lam * R))
-    (Xd, y), (Xp, _) = _logistic_pair(n)
+    (Xd, y), (Xp, _) = logistic_pair(n)
     one = beta * np.linalg.norm(erm_ball("logistic", Xd, y, lam, R) - erm_ball("logistic", Xp, y, lam, R))
     s = 0.98 * R                                  # bias weight just inside the ball
     k = int(round(n * lam * s / _sigmoid(-s)))
-    Xd, Xp = _bias_pair(n, *_saturated_canary(s), pushers=k)
+    Xd, Xp = bias_pair(n, *saturated_canary(s), pushers=k)
     y = np.where(np.arange(n) < k, -1.0, 1.0)
     two = beta * np.linalg.norm(erm_ball("logistic", Xd, y, lam, R) - erm_ball("logistic", Xp, y, lam, R))
     assert 0.89 * ceiling < one < 0.92 * ceiling

@@ -1,0 +1,134 @@
+"""Audits of the estimation study's estimators (clipped mean with Laplace ℓ1 / analytic-Gaussian ℓ2 noise, the local-DP
+1-D mean report) and of song2018's local-DP SGD report. Conventions: :mod:`dpbench.audit.methods`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpbench.audit import stats as S
+from dpbench.audit.pairs import figure_config
+from dpbench.audit.registry import chunked, factor, register
+
+
+# ---------------------------------------------------------------------------------------------------------
+# estimation study: clipped mean (Laplace ℓ1 / Gaussian ℓ2), local-DP 1-D mean
+# ---------------------------------------------------------------------------------------------------------
+
+def _mean_setup(config):
+    fc = figure_config(config, "estimation", "mean_vs_d")
+    from dpbench.methods.estimation import mean_clip
+    n = int(fc["n"])
+    d = int(min(fc["dims"]))
+    return fc, n, d, mean_clip(fc, n, d)
+
+
+def _mean_pair(n, d, B):
+    X = np.zeros((n, d))
+    Xd, Xp = X.copy(), X.copy()
+    Xd[-1], Xp[-1] = B, -B          # replace one row: all +B vs all −B (tight in ℓ1 and ℓ2)
+    return Xd, Xp
+
+
+@register(name="mean_laplace", label="clipped mean, Laplace ℓ1 (estimation)", study="estimation",
+          twins=("noise_x0.5", "bug_l2_sensitivity"),
+          notes="n = 2000 and the clip bound B of the study's mean_vs_d, its smallest d = 4 (the privacy loss of "
+                "d-dimensional Laplace noise concentrates as d grows). Pair: one row +B·𝟙 vs −B·𝟙 (the ℓ1 "
+                "sensitivity is attained). Bug twin: Laplace noise calibrated to the ℓ2 sensitivity (√d smaller).")
+def audit_mean_laplace(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+
+    fc, n, d, B = _mean_setup(config)
+    l1, l2 = est.mean_sensitivity(n, d, B)
+    cal = est.calibrate("laplace", l2 if twin == "bug_l2_sensitivity" else l1, l2, epsilon)
+    cal_claim = est.calibrate("laplace", l1, l2, epsilon)
+    Xd, Xp = _mean_pair(n, d, B)
+    fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    f = factor(twin)
+
+    def side(c):
+        return chunked(trials, lambda k: S.laplace_llr(c[None] + f * (est.release(c, cal, rng, size=k) - c[None]),
+                                                        fD, fP, cal_claim.scale))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(np.abs(fD - fP).sum() / cal_claim.scale),
+            "noise_scale": cal_claim.scale}
+
+
+@register(name="mean_gaussian", label="clipped mean, analytic Gaussian ℓ2 (estimation)", study="estimation",
+          pure=False,
+          notes="As mean_laplace with the analytic-Gaussian σ at the study's δ = 1e-5 (the classic σ is only "
+                "defined for ε < 1, so at ε ≥ 1 the study's analytic calibration is audited). Statistic: the "
+                "projection on f(D) − f(D′) (optimal for isotropic Gaussian noise).")
+def audit_mean_gaussian(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+
+    fc, n, d, B = _mean_setup(config)
+    delta = float(fc["delta"])
+    l1, l2 = est.mean_sensitivity(n, d, B)
+    cal = est.calibrate("gaussian_analytic", l1, l2, epsilon, delta)
+    Xd, Xp = _mean_pair(n, d, B)
+    fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    f = factor(twin)
+
+    def side(c):
+        return chunked(trials, lambda k: S.gaussian_llr(c[None] + f * (est.release(c, cal, rng, size=k) - c[None]),
+                                                         fD, fP, cal.scale))
+
+    mu = float(np.linalg.norm(fD - fP) / cal.scale)
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": delta, "eps_pair": S.gaussian_epsilon(mu, delta),
+            "noise_scale": cal.scale}
+
+
+@register(name="ldp_mean", label="local-DP report, clip + Lap(2B/ε) (estimation)", study="estimation",
+          notes="One user's report (ε-LDP in that user's value): the study's ldp_vs_n clip bound at its largest "
+                "n; pair: values +B vs −B (the range 2B is attained).")
+def audit_ldp_mean(config, epsilon, twin, trials, rng):
+    from dpbench.methods import estimation as est
+    from dpbench.methods.estimation import ldp_clip
+
+    fc = figure_config(config, "estimation", "ldp_vs_n")
+    B = ldp_clip(fc, int(max(fc["ns"])))
+    scale = est.ldp_scale(B, epsilon)
+    f = factor(twin)
+    fD, fP = np.array([B]), np.array([-B])
+
+    def side(c):
+        return chunked(trials, lambda k: S.laplace_llr(
+            c[None] + f * (est.ldp_release(c, B, epsilon, rng, size=k) - c[None]), fD, fP, scale))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": 2 * B / scale, "noise_scale": scale}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# song2018 ch. 4: local-DP SGD reports (oracle (4.5))
+# ---------------------------------------------------------------------------------------------------------
+
+@register(name="ldp_sgd_report", label="local-DP SGD report (song2018 oracle (4.5))", study="song2018",
+          notes="One report λw + ∇ℓ(w; x, y) + Z, Z ∝ exp(−(ε/2)‖z‖) (the calibration, Δ = 2, does not depend "
+                "on d; two features). λ of ch. 4. The auditor picks the public model w = (0, −W) and the records "
+                "x = (±cos a, sin a), y = +1 with W·sin a ≫ 1: both gradients have norm ≈ 1 and are nearly "
+                "opposite, so they differ by ≈ 2 = Δ.")
+def audit_ldp_sgd_report(config, epsilon, twin, trials, rng):
+    from dpbench.methods.ldp_sgd import gdp_reports
+
+    lam = float(config["studies"]["song2018"]["ch4"]["l2"])
+    a = 0.05
+    w = np.array([0.0, -400.0])
+    xD = np.array([[math.cos(a), math.sin(a)]])
+    xP = np.array([[-math.cos(a), math.sin(a)]])
+    y = np.array([1.0])
+    f = factor(twin)
+    zero = np.random.default_rng(0)
+    cD = gdp_reports(w, xD, y, 1e300, lam, zero)[0]     # ε → ∞: the noiseless report (noise ∝ 1/ε ≈ 0)
+    cP = gdp_reports(w, xP, y, 1e300, lam, zero)[0]
+    beta = epsilon / 2.0
+
+    def side(x, c):
+        def draw(k):
+            z = gdp_reports(w, np.repeat(x, k, axis=0), np.repeat(y, k), epsilon, lam, rng)
+            return S.l2_laplace_llr(c[None] + f * (z - c[None]), cD, cP, beta)
+        return chunked(trials, draw)
+
+    return {"s_d": side(xD, cD), "s_dp": side(xP, cP), "delta": 0.0,
+            "eps_pair": float(beta * np.linalg.norm(cD - cP)), "noise_scale": 2.0 / epsilon}

@@ -1,0 +1,296 @@
+"""Audits of the noisy-SGD methods: DP-SGD (vdm2020 Eq. 4; softmax and the MLP of the Fig. 7 substitute), bolt-on
+PSGD, SCS13 and BST14 (wu2016 ch. 3). Where the noise enters the training every trial is a training and the
+statistic is the last iterate (the iterates are not released); bolt-on adds its noise after a PSGD run with a shared
+order. Conventions: :mod:`dpbench.audit.methods`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpbench.audit import stats as S
+from dpbench.audit.pairs import BOLT_ON_M, bias_pair, ch3_settings, figure_config, push_margin, saturated_canary
+from dpbench.audit.registry import chunked, factor, register
+
+
+# ---------------------------------------------------------------------------------------------------------
+# DP-SGD (vdm2020 Fig. 1b, Eq. 4)
+# ---------------------------------------------------------------------------------------------------------
+
+def _dpsgd_setup(config: dict, block: dict, epsilon: float, twin: str) -> dict:
+    """The DP-SGD calibration of a vdm2020 DP-SGD configuration ``block`` (``dpsgd`` or ``mlp.dpsgd``) at claimed
+    replace-one ε and the audit's batch-1 schedule: σ (× the twin's factor; the ``bug_steps_accounted`` twin is
+    calibrated for one epoch of steps but runs all of them), the claimed calibration, the study's q and T, the
+    clip ν, the audit's N = ⌈1/q⌉ and epochs giving exactly T steps at batch 1."""
+    from dpbench.learn import dpsgd_steps
+    from dpbench.methods.dpsgd import clip_norm
+    from dpbench.privacy import calibrate_dpsgd_noise
+    from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
+
+    v = config["studies"]["vdm2020"]
+    delta = float(figure_config(config, "vdm2020", "fig1b")["delta"])
+    n_study = int(v["n_train"] or 60000)
+    b = int(block["batch_size"])
+    q = b / n_study
+    T = dpsgd_steps(n_study, b, block["epochs"], "poisson")
+    nu = clip_norm(float(v["cross_validation"]["fixed"]["clip"]), b, block["clip_scale"])
+    e_ar, d_ar = add_remove_budget_for_replace_one(epsilon, delta)
+    T_acc = T if twin != "bug_steps_accounted" else dpsgd_steps(n_study, b, 1, "poisson")  # 1 epoch accounted
+    cal = calibrate_dpsgd_noise(e_ar, d_ar, q, T_acc, accountant=block["accountant"], conversion=block["conversion"])
+    cal_claim = (cal if twin != "bug_steps_accounted" else
+                 calibrate_dpsgd_noise(e_ar, d_ar, q, T, accountant=block["accountant"],
+                                       conversion=block["conversion"]))
+    N = int(math.ceil(1.0 / q))
+    epochs_a = (T - 0.5) / N                               # ceil(epochs_a·N/1) = T steps
+    assert dpsgd_steps(N, 1, epochs_a, "poisson") == T
+    return {"delta": delta, "q": q, "T": T, "nu": nu, "cal": cal, "cal_claim": cal_claim,
+            "sigma": cal.noise_multiplier * factor(twin), "N": N, "epochs_a": epochs_a,
+            "lr": float(block["learning_rate"])}
+
+
+def _dpsgd_result(s_d, s_dp, p: dict) -> dict:
+    """The audit record of a DP-SGD audit: ``eps_pair`` the exact last-iterate ε of the pair at the claimed σ,
+    ``eps_pair_variant`` at the σ actually run (a twin whose last iterate is still ε-private on the pair cannot
+    be caught by this statistic)."""
+    eps_pair = last_iterate_epsilon(p["T"], 1.0 / p["N"], p["cal_claim"].noise_multiplier, p["delta"])
+    return {"s_d": s_d, "s_dp": s_dp, "delta": p["delta"], "eps_pair": eps_pair,
+            "eps_pair_variant": (eps_pair if p["sigma"] == p["cal_claim"].noise_multiplier else
+                                 last_iterate_epsilon(p["T"], 1.0 / p["N"], p["sigma"], p["delta"])),
+            "noise_scale": p["cal"].noise_multiplier, "steps": p["T"], "q_audit": 1.0 / p["N"], "q_study": p["q"]}
+
+
+@register(name="dpsgd_softmax", label="DP-SGD, softmax (vdm2020 Eq. 4)", study="vdm2020", pure=False,
+          post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          notes="δ = 1e-5 (Fig. 1b); σ from the study's accountant for its q = 256/60,000 and T = 20 epochs of "
+                "steps, replace-one calibrated at the add/remove budget (ε/2, δ/(1+e^{ε/2})); the audit runs "
+                "T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1), which only makes the run more private (the analysis "
+                "depends on q, σ, T only). Pair: the other records are 0 (zero gradient); the canary is "
+                "x = (M, 1) vs (−M, 1), label 0, with a data-independent start θ₀ that saturates both canaries "
+                "towards class 1 through the bias feature, so every sampled canary gradient is clipped to "
+                "exactly ν in directions ±u (difference 2ν, the replace-one maximum). Statistic: the final model "
+                "projected on u (the last-iterate audit; DP-SGD's iterates are not released).")
+def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
+    from dpbench.methods.dpsgd import dpsgd_softmax
+
+    p = _dpsgd_setup(config, config["studies"]["vdm2020"]["dpsgd"], epsilon, twin)
+    N, T, nu, sigma, lr = p["N"], p["T"], p["nu"], p["sigma"], p["lr"]
+    M = 1e3
+    X = np.zeros((N, 2))
+    y = np.zeros(N, dtype=np.int64)
+    drift = lr * nu * (sigma * math.sqrt(T) * 10 + T) * (M + 1)   # ≫ any logit movement of the run
+    theta0 = np.zeros((2, 2))
+    theta0[1, 1] = 100.0 + 10 * drift                     # bias feature → class 1 for both canaries
+    u = np.array([[-1.0, 1.0], [0.0, 0.0]]) / math.sqrt(2)  # D's clipped canary gradient direction
+
+    def side(sign):
+        Xs = X.copy()
+        Xs[-1] = (sign * M, 1.0)
+
+        def draw(k):
+            th = dpsgd_softmax(Xs, y, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=p["epochs_a"],
+                               learning_rate=lr, rng=rng, n_runs=k, theta0=theta0, lr_schedule="constant")
+            return -np.einsum("rdc,dc->r", th - theta0, u)
+        return chunked(trials, draw, chunk=2000)   # 2000 runs of T steps at a time
+
+    return _dpsgd_result(side(1.0), side(-1.0), p)
+
+
+@register(name="dpsgd_mlp", label="DP-SGD, MLP (vdm2020 Fig. 7 substitute, Eq. 4, global clip)", study="vdm2020",
+          pure=False, post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          notes="δ = 1e-5; σ from the study's accountant for the MLP's q = 256/60,000 and T = 15 epochs of steps "
+                "(mlp.dpsgd), replace-one calibrated at the add/remove budget; ν = the fixed clip × batch "
+                "(batch_mean). As for the softmax, T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1) and a constant "
+                "learning rate (the accountant depends on q, σ, T only: the architecture, the data, the start "
+                "and the learning-rate schedule are the auditor's). The network: two features, H = 2 hidden "
+                "ReLU units, two classes (12 parameters instead of 50,890: noise in the other coordinates is "
+                "independent of the statistic). Data-independent start θ₀: every hidden unit is dead for the "
+                "other records (x = 0, label 1, whose output b₂ is saturated on class 1: p = e₁ exactly, so "
+                "their gradient is exactly 0 — no bias path leaks); unit 1 is alive for the canary x = (±M, 1), "
+                "label 0, through a large weight on the second feature, and its output weights keep the canary "
+                "saturated on class 1, so its back-propagated error is fixed and its gradient is dominated by "
+                "the first-layer weight W1[0, 1] = ±2wM: clipped to ν in directions ±u (difference 2ν). "
+                "Margins ≫ any drift of the run. Statistic: the final W1[0, 1] (last iterate).")
+def audit_dpsgd_mlp(config, epsilon, twin, trials, rng):
+    from dpbench.learn.mlp import MLPParams
+    from dpbench.methods.mlp import dpsgd_mlp
+
+    p = _dpsgd_setup(config, config["studies"]["vdm2020"]["mlp"]["dpsgd"], epsilon, twin)
+    N, T, nu, sigma, lr = p["N"], p["T"], p["nu"], p["sigma"], p["lr"]
+    M = 1e3
+    drift = lr * nu * (sigma * math.sqrt(T) * 10 + T)      # ≫ the movement of any parameter in the run
+    w = 1e3 * drift                                        # output weights of the live unit: (−w, w)
+    P = 20.0 * M * drift                                   # its weight on the second feature
+    theta0 = MLPParams(W1=np.array([[0.0, 0.0], [P, 0.0]]), b1=np.array([-P / 2, -1e3 * P]),
+                       W2=np.array([[-w, w], [0.0, 0.0]]), b2=np.array([0.0, 1e3 + 10 * drift]))
+    X = np.zeros((N, 2))
+    y = np.ones(N, dtype=np.int64)
+    y[-1] = 0
+
+    def side(sign):
+        Xs = X.copy()
+        Xs[-1] = (sign * M, 1.0)
+
+        def draw(k):
+            th = dpsgd_mlp(Xs, y, 2, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=p["epochs_a"],
+                           learning_rate=lr, rng=rng, n_runs=k, schedule="constant", params0=theta0)
+            return -th.W1[:, 0, 0]                           # D's canary gradient on W1[0, 0] is +ν
+        return chunked(trials, draw, chunk=2000)
+
+    return _dpsgd_result(side(1.0), side(-1.0), p)
+
+
+def last_iterate_epsilon(steps: int, q: float, sigma: float, delta: float, points: int = 200_001) -> float:
+    """Exact ε(δ) of the last iterate on the DP-SGD audit pair: in units of lr·ν the projected final model is
+    ±K + N(0, Tσ²) with K ~ Bin(T, q) (the canary's sampled steps), on D resp. D′. δ(ε) = ∫ (p − e^ε q)₊ (the
+    hockey-stick divergence; Balle et al. 2018), evaluated on a fine grid; symmetric in the two orders."""
+    from scipy import stats as st
+
+    S = float(sigma) * math.sqrt(steps)
+    mean = q * steps
+    kmax = int(min(steps, math.ceil(mean + 12 * math.sqrt(mean + 1) + 12)))
+    k = np.arange(kmax + 1)
+    w = st.binom.pmf(k, steps, q)
+    lim = kmax + 12 * S
+    y = np.linspace(-lim, lim, points)
+    dy = y[1] - y[0]
+    p = np.zeros_like(y)
+    for kk, ww in zip(k, w):
+        if ww > 1e-16:
+            p += ww * st.norm.pdf(y, kk, S)
+    qd = p[::-1]
+
+    def dlt(e):
+        return float(np.maximum(p - math.exp(e) * qd, 0).sum() * dy)
+
+    if dlt(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while dlt(hi) > delta and hi < 100:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dlt(mid) > delta else (lo, mid)
+    return hi
+
+
+# ---------------------------------------------------------------------------------------------------------
+# wu2016 ch. 3: bolt-on PSGD (output perturbation of PSGD)
+# ---------------------------------------------------------------------------------------------------------
+
+@register(name="bolt_on", label="bolt-on PSGD (wu2016 Alg. 2, strongly convex)", study="wu2016",
+          twins=("noise_x0.5", "noise_x0.1"),
+          notes="ε-DP test (δ = 0) of Fig. 3.2 on a binary dataset: λ, b = 50, 10 passes and m of the study's "
+                "Protein split (the sensitivity 2L/(γ b ⌊m/b⌋) depends on these only); two features (the "
+                "L2-Laplace calibration does not depend on d). Saturation pair: the other m − 1 records are "
+                "x = (0, 1) with y = −1, which drives the bias weight to ≈ −7.2 (λs = σ(−s)); the canary is "
+                "x = (±a, b), y = +1, with a² + b² = 1 maximising a·σ(7.2·b), so its margin is ≪ 0 on both "
+                "sides, |ℓ′| ≈ 0.95 and its gradients differ by ≈ 0.87 of 2L along the a-coordinate, where no "
+                "other record has curvature (the previous pair, other records 0 and canary ±1 at w ≈ 0, had "
+                "|ℓ′| = 1/2). The sampling order is drawn once from a seed shared by both sides (the "
+                "sensitivity holds for every order); the capped early steps η = 1/β of the schedule keep "
+                "ε_pair ≈ 0.8ε.")
+def audit_bolt_on(config, epsilon, twin, trials, rng):
+    from dpbench.methods import private_psgd_many as many
+    from dpbench.privacy.mechanisms import output_noise
+
+    c = ch3_settings(config)
+    m, b, passes, lam = BOLT_ON_M, c["b"], c["passes"], c["lam"]
+    shared = int(rng.integers(2**62))
+    W0, sens = [], None
+    a, h = saturated_canary(push_margin(1.0 / lam))
+    Yk = -np.ones((m, 1))
+    Yk[-1, 0] = 1.0
+    for X in bias_pair(m, a, h):
+        _, info = many.bolt_on_many(X, Yk, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
+                                    l2=lam, sc_sensitivity=c["choices"]["sc_sensitivity"])
+        W0.append(info["W0"][0])
+        sens = info["sensitivity"]
+    fD, fP = W0
+    f = factor(twin)
+    beta = epsilon / sens
+
+    def side(c):
+        return chunked(trials, lambda k: S.l2_laplace_llr(
+            c[None] + f * output_noise(rng, c.size, sens, epsilon, 0.0, size=k)[0], fD, fP, beta))
+
+    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(beta * np.linalg.norm(fD - fP)),
+            "noise_scale": sens / epsilon}
+
+
+SCS13_PUSHERS = 200      # records x = (0, 1), y = −1 in the one batch of the SCS13 audit (drive the bias weight)
+SCS13_TILT = 0.3         # the SCS13 canary's h/a: x = (±a, h), a² + h² = 1
+SCS13_STEP = 1e6         # the auditor's constant step size (the SCS13 guarantee holds for every schedule)
+SCS13_CHUNK = 5000       # models trained side by side per call (one trial each)
+
+
+@register(name="scs13", label="SCS13 noisy PSGD (wu2016 ch. 3; Song et al. 2013)", study="wu2016",
+          post_training_noise=False, twins=("noise_x0.5", "bug_passes_accounted"),
+          notes="ε-DP (δ = 0, Tests 1/3 of Fig. 3.2) with the study's k = 10 passes: every update adds Z with "
+                "density ∝ exp(−(ε/2k)‖z‖) to the mini-batch gradient SUM (replace-one sensitivity 2L, L = 1), the "
+                "batches of a pass are disjoint (parallel composition), passes compose (ε/k each). That analysis "
+                "depends on ε, k and L only — not on n, b, d, λ or the step sizes — so the audit uses one batch "
+                "per pass (n = b = 201: the canary is in every one of the k updates), two features, λ = 0 "
+                "(Test 1) and a constant step η = 10⁶ (the margins then dwarf every other scale). Saturation pair: "
+                "200 records x = (0, 1), y = −1 push the bias weight to ≈ −η/4 in the first update and have no "
+                "a-coordinate; the canary x = (±a, h), y = +1, h/a = 0.3, has a margin ≪ 0 on both sides from "
+                "the second update on, so its gradients differ by ≈ 2a ≈ 1.9 of 2L there (½ of that in the "
+                "first update, at w = 0). Models trained side by side share the (data-independent) batch order; "
+                "each has its own noise. Statistic: the final model's a-coordinate (the last iterate; the "
+                "updates are not released). The twins scale the noise through the real calibration: "
+                "noise_x0.5 = calibrated at 2ε; bug_passes_accounted = the budget not split over the passes "
+                "(calibrated at kε, i.e. noise × 1/k).")
+def audit_scs13(config, epsilon, twin, trials, rng):
+    from dpbench.methods import private_psgd_many as many
+
+    passes = ch3_settings(config)["passes"]
+    eps_cal = epsilon / factor(twin) * (passes if twin == "bug_passes_accounted" else 1)
+    n = SCS13_PUSHERS + 1
+    a = 1.0 / math.sqrt(1.0 + SCS13_TILT ** 2)
+    pair = bias_pair(n, a, SCS13_TILT * a)
+
+    def side(X):
+        def draw(k):
+            Yk = -np.ones((n, k))
+            Yk[-1] = 1.0
+            W, _ = many.scs13_many(X, Yk, "logistic", passes, n, [eps_cal], rng, schedule=lambda t: SCS13_STEP)
+            return W[0, :, 0] * (n / SCS13_STEP)            # the a-coordinate, in units of the gradient sum
+        return chunked(trials, draw, chunk=SCS13_CHUNK)
+
+    return {"s_d": side(pair[0]), "s_dp": side(pair[1]), "delta": 0.0, "eps_pair": float("nan"),
+            "noise_scale": 2.0 * passes / eps_cal}
+
+
+@register(name="bst14", label="BST14 noisy SGD (wu2016 ch. 3, Alg. 4)", study="wu2016", pure=False,
+          post_training_noise=False, twins=("noise_x0.5", "noise_x0.001"),
+          notes="(ε, δ)-DP Test 4 of Fig. 3.2 on the Protein split: δ = 1/m, λ of the study, ι of the study, b = 50, "
+                "10 passes, T = ⌈10m/b⌉ steps of b indices drawn with replacement from the study's m (72,876; the "
+                "calibration "
+                "— advanced composition over T steps, amplification by b/m — depends on all of these, so all are "
+                "the study's); one feature (σ does not depend on d). Pair: the other m − 1 records are 0 (zero "
+                "gradient); the canary x = 1 has label +1 vs −1: at every common w its gradients differ by "
+                "σ(w) + σ(−w) = 1 of 2L (a one-feature logistic pair cannot reach more; the noise is far too large "
+                "for the bias saturation of the other audits). The sampling is random in every trial (the "
+                "guarantee uses it), so each trial is one full training; D and D′ share one call (two label "
+                "columns, same batches — trials stay independent across calls). Statistic: the final w (the "
+                "average of all T iterates' updates: the canary's ~10 sampled steps against the noise of 14,576). "
+                "The twins scale the noise standard deviation through ι (variance × f²).")
+def audit_bst14(config, epsilon, twin, trials, rng):
+    from dpbench.methods import private_psgd_many as many
+
+    c = ch3_settings(config)
+    m = int(config["studies"]["wu2016"]["datasets"]["protein"]["n_train"] or BOLT_ON_M)   # the study's Protein split
+    b, passes, lam = c["b"], c["passes"], c["lam"]
+    iota = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2
+    delta = 1.0 / m
+    X = np.zeros((m, 1))
+    X[-1, 0] = 1.0
+    Yk = np.ones((m, 2))
+    Yk[-1, 1] = -1.0                                       # column 0: D (canary y = +1), column 1: D′ (y = −1)
+    s_d, s_dp = np.empty(trials), np.empty(trials)
+    for t in range(trials):
+        W, info = many.bst14_many(X, Yk, "logistic", [epsilon], delta, rng, batch_size=b, passes=passes, l2=lam,
+                                  iota=iota)
+        s_d[t], s_dp[t] = W[0, 0, 0], W[0, 1, 0]
+    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": float("nan"),
+            "noise_scale": float(info["sigma"][0] * math.sqrt(iota)), "steps": int(info["steps"])}
