@@ -202,9 +202,23 @@ def anchor_rows(frames: dict) -> list[dict]:
     return rows
 
 
+def _gnss_cell(m: dict, gnss: bool) -> dict:
+    """The column 'ε GNSS' when the run sanitised ε: expected / at the quantile (λ), 'n/a' for LNMax rows."""
+    if not gnss:
+        return {}
+    if "eps_gnss_expected" not in m:
+        return {GNSS_COLUMN: "n/a"}
+    return {GNSS_COLUMN: f"{m['eps_gnss_expected']:.3g} / {m['eps_gnss_quantile']:.3g} "
+                         f"(λ={m['gnss_order']:g}, raw at λ {m['eps_raw_at_gnss_order']:.3g})"}
+
+
+GNSS_COLUMN = "ε GNSS (exp. / quantile)"
+
+
 def table_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Table 5.1 as regenerated: one line per configured row (and the baseline), the thesis's columns."""
     out = []
+    gnss = "eps_gnss_expected" in set(df["metric"])
     for (dataset, row), g in df.groupby(["dataset", "row"], sort=False):
         m = dict(zip(g["metric"], g["value"]))
         name = {"mnist": "MNIST", "glyph": "Glyph-like (SIMULATED)"}[dataset]
@@ -216,12 +230,14 @@ def table_frame(df: pd.DataFrame) -> pd.DataFrame:
         answered = f"{int(m['answered']):,}" + (f" (+{int(m['reinforced']):,} reinforced)" if m.get("reinforced")
                                                  else "")
         out.append({"Dataset": name, "Aggregator": g["label"].iloc[0], "Queries answered": answered,
-                    "Privacy bound ε": f"{m['eps']:.3g}", "ε data-independent": f"{m['eps_independent']:.3g}",
+                    "Privacy bound ε": f"{m['eps']:.3g}", **_gnss_cell(m, gnss),
+                    "ε data-independent": f"{m['eps_independent']:.3g}",
                     "Student acc.": f"{m['student_accuracy']:.1%}",
                     "Baseline": f"{float(base.iloc[0]):.1%}" if row == 0 and len(base) else ""})
     for name, why in (("SVHN", "not reproduced: teacher votes not obtainable"),
                       ("Adult", "not reproduced: teacher votes not obtainable")):
         out.append({"Dataset": name, "Aggregator": why, "Queries answered": "", "Privacy bound ε": "",
+                    **({GNSS_COLUMN: ""} if gnss else {}),
                     "ε data-independent": "", "Student acc.": "", "Baseline": ""})
     return pd.DataFrame(out)
 
