@@ -53,6 +53,7 @@ def test_threshold_bound_on_vote_differences_by_brute_force():
     p = np.array([0.37, 0.41, 0.22])
     x = (H - M * p).max(axis=1)
     beta = P.rdp_threshold(P.log_pr_answered(x, T, sigma1), sigma1, [order])[:, 0]
+    assert np.ptp(beta) > 0
     true = _true_A(H, beta, M)
     assert np.all(S.ls_threshold(x, T, sigma1, order, np.arange(M + 1)) >= true - 1e-12)
 
