@@ -11,26 +11,33 @@ class to another. The release costs (Papernot et al. 2018, Theorem 23), for 1 < 
 
     RDP_GNSS(λ) = λ e^{2β}/σ_ss² + (βλ − ½ log(1 − 2λβ))/(λ − 1).
 
-Local-sensitivity bounds (our derivation, rigorous given (C5) below; vectorised over queries and distances):
+Local-sensitivity bounds (vectorised over queries and distances; rigorous given condition C5 below):
 
 * GNMax (:func:`ls_gnmax`): β_q = RDP of Theorem 5.3.1 as a function of q̃ (:func:`dpbench.privacy.pate.rdp_gaussian`
-  with :func:`~dpbench.privacy.pate.logq_gnmax`). Within distance d every count moves by ≤ d, so every gap to the
-  (possibly new) plurality class satisfies max(g_i − 2d, 0) ≤ g'_i ≤ g_i + 2d, which brackets q̃ between
-  L(d) = Σ Φ̄((g_i + 2d)/(√2σ)) (a sub-sum of the r smallest gaps) and U(d) = Σ Φ̄(max(g_i − 2d, 0)/(√2σ)) (the
-  r smallest gaps exactly, the others bounded by the (r+1)-th), capped at 1 − 1/m. With β_q non-decreasing in q̃ —
-  condition C5 of Papernot et al. 2018, §B.4.2, checked numerically on a grid by :func:`check_monotone` — a
-  vote vector y within d and its neighbour z (within d + 1) give
-  A⁽ᵈ⁾ ≤ max(β(U(d+1)) − β(L(d)), β(U(d)) − β(L(d+1))). This bound is looser than the authors' Algorithms 3-5
-  (which walk one vote path under their condition C6) but needs no further condition.
+  with :func:`~dpbench.privacy.pate.logq_gnmax`), non-decreasing in q̃ — condition C5 of Papernot et al. 2018,
+  §B.4.2, checked numerically on the grid of :func:`gnmax_cells` (an error if it fails).
+  (i) One step: a neighbour of a vote vector with q̃ = q has q̃ in [B_L(q), B_U(q)], B_{U,L}(q) =
+  (m − 1)·Φ̄(Φ̄⁻¹(q/(m − 1)) ∓ √2/σ) (the authors' Algorithm 3 / Prop. 13; Jensen on the concave/convex per-term
+  maps), so LS(y) ≤ Λ(q̃(y)) = max(β(B_U(q)) − β(q), β(q) − β(B_L(q))), tabulated as a maximum per cell of a
+  fine grid of log q̃ (:func:`gnmax_cells`).
+  (ii) Distance d: d teachers move the top count by a ≤ d and add Σ_i b_i ≤ d votes to the other classes, so the
+  gaps to the (possibly new) plurality class satisfy (g_i − d − b_i)⁺ ≤ g'_i ≤ g_i + 2d. Hence
+  q̃ ≥ L(d) = Σ Φ̄((g_i + 2d)/(√2σ)) (a sub-sum: the r smallest gaps) and q̃ ≤ U(d) = Σ Φ̄((g_i − d)⁺/c) + the
+  largest possible increase from the b_i: the whole ψ_i = Φ̄((g_i − 2d)⁺/c) − Φ̄((g_i − d)⁺/c) of every class with
+  g_i < 2d, plus the largest ψ_i of the others (there ψ_i(b) is convex in b, so ≤ ψ_i(d)·b/d); gaps beyond the
+  r-th are bounded by the (r+1)-th minus 2d; both capped at 1 − 1/m.
+  (iii) A⁽ᵈ⁾ ≤ max Λ over the cells that [L(d), U(d)] meets (a range-maximum query). Unlike the authors'
+  Algorithms 4-5, which walk one vote path, this needs no condition C6.
 * Threshold step (:func:`ls_threshold`): β_q is a function of the rounded max vote v (Papernot et al. 2018, §4.1,
   §B.4.3); one teacher moves max_j n_j (or max_j (n_j − M p_j) for Interactive-GNMax) by ≤ 1, so
   A⁽ᵈ⁾ = the largest one-step change |β(u+1) − β(u)| for u within d of v (one more step either side, and
   two-step changes, when the max vote is not an integer and rounding may jump).
 
 The total over queries is A⁽ᵈ⁾_total = Σ_q A_q⁽ᵈ⁾ (one teacher changes its vote on every query at once; which
-queries were answered is the mechanism's output, fixed). Distances are evaluated on a grid d_0 = 0 < d_1 < ...:
-since the bounds are non-decreasing in d, SS_β ≤ max_j e^{−β(d_{j−1}+1)} A⁽ᵈʲ⁾_total, plus the tail
-e^{−β(D+1)} · Σ_q max β_q beyond the last grid point D (rigorous upper bound).
+queries were answered is the mechanism's output, fixed). Distances are evaluated on a grid d_0 = 0 < d_1 < ... < D
+(:func:`distance_grid`): since A⁽ᵈ⁾ is non-decreasing in d, SS_β ≤ max_j e^{−β(d_{j−1}+1)} A⁽ᵈʲ⁾_total, and beyond
+D by e^{−β(D+1)} · Σ_q (data-independent RDP) (every β_q lies in [0, its data-independent bound]): a rigorous
+upper bound.
 """
 
 from __future__ import annotations
@@ -55,15 +62,68 @@ def _beta_gn(logq, sigma: float, order: float) -> np.ndarray:
     return P.rdp_gaussian(lq.ravel(), sigma, [order])[:, 0].reshape(lq.shape)
 
 
+def _sparse_table(x: np.ndarray) -> np.ndarray:
+    """Levels of running maxima (level k, position i: max x[i..i + 2^k − 1], padded) for O(1) range-maximum
+    queries (:func:`_range_max`). Shape (levels, len(x))."""
+    x = np.asarray(x, dtype=np.float64)
+    levels = [x]
+    while 2 ** len(levels) <= x.size:
+        p, h = levels[-1], 2 ** (len(levels) - 1)
+        levels.append(np.r_[np.maximum(p[:-h], p[h:]), np.full(h, -np.inf)])
+    return np.stack(levels)
+
+
+def _range_max(table: np.ndarray, start, stop) -> np.ndarray:
+    """max(x[start..stop]) (inclusive) elementwise over integer arrays ``start <= stop``."""
+    start, stop = np.asarray(start, dtype=np.int64), np.asarray(stop, dtype=np.int64)
+    k = np.floor(np.log2(stop - start + 1)).astype(np.int64)
+    return np.maximum(table[k, start], table[k, stop - (1 << k) + 1])
+
+
+def _log_bu(logq, sigma: float, m: int, sign: float) -> np.ndarray:
+    """log of (m − 1)·Φ̄(Φ̄⁻¹(q/(m − 1)) ∓ √2/σ): the largest (sign = +1) / smallest (sign = −1) q̃ of a neighbour
+    (one vote moved: every gap n_i* − n_i changes by ≤ 2) of a vote vector with q̃ = q. Per term
+    x ↦ Φ̄(Φ̄⁻¹(x) − t) is concave and x ↦ Φ̄(Φ̄⁻¹(x) + t) convex, so Jensen's inequality puts the extremes at
+    equal terms (Papernot et al. 2018, App. B.4, the functions B_U, B_L of their Algorithm 3 / Prop. 13)."""
+    lm = math.log(m - 1)
+    return lm + special.log_ndtr(special.ndtri_exp(np.asarray(logq, dtype=np.float64) - lm)
+                                 + sign * math.sqrt(2.0) / sigma)
+
+
+@dataclasses.dataclass
+class _Cells:
+    lo: float
+    h: float
+    n: int
+    levels: np.ndarray
+
+
+def gnmax_cells(sigma: float, order: float, classes: int, n: int = 20000) -> _Cells:
+    """Λ per cell of a uniform grid of log q̃ from ``lo`` to the cap log(1 − 1/m): for vote vectors y with
+    log q̃(y) in cell [ℓ_j, ℓ_{j+1}], LS(y) ≤ max(β(B_U(ℓ_{j+1})) − β(ℓ_j), β(ℓ_{j+1}) − β(B_L(ℓ_j))) (β the
+    data-dependent RDP of GNMax at ``order``, non-decreasing in q̃ — condition C5, checked on the grid — and
+    :func:`_log_bu`); cell 0 is (−inf, ℓ_0] (β ≥ 0). Raises if C5 fails on the grid."""
+    cap = math.log(1.0 - 1.0 / classes)
+    lo = max(-700.0, -(4.0 * ((order + 1.0) / sigma) ** 2 + 50.0))
+    grid = np.linspace(lo, cap, n + 1)
+    b = _beta_gn(grid, sigma, order)
+    if np.any(np.diff(b) < -1e-12 * np.maximum(1.0, np.abs(b[1:]))):
+        raise ValueError(f"GNMax's data-dependent RDP is not monotone in q at sigma={sigma}, order={order}")
+    up = _beta_gn(np.minimum(_log_bu(grid, sigma, classes, 1.0), cap), sigma, order)
+    dn = _beta_gn(np.minimum(_log_bu(grid, sigma, classes, -1.0), cap), sigma, order)
+    lam = np.maximum(up[1:] - b[:-1], b[1:] - dn[:-1])
+    lam = np.r_[max(up[0], b[0]), lam]
+    return _Cells(float(lo), float(grid[1] - grid[0]), n, _sparse_table(np.maximum(lam, 0.0)))
+
+
 def check_monotone(sigma: float, order: float, classes: int, points: int = 4000) -> bool:
-    """Condition C5 (Papernot et al. 2018, §B.4.2) for our bound: the data-dependent RDP of GNMax at ``order`` is
-    non-decreasing in q̃ on a log-grid from log q̃ = −(4((λ + 1)/σ)² + 50) (below which the bound of Theorem 5.3.1
-    applies and decreases to 0) to the cap log(1 − 1/m)."""
-    top = math.log(1.0 - 1.0 / classes)
-    lo = -(4.0 * ((order + 1.0) / sigma) ** 2 + 50.0)
-    g = np.linspace(lo, top, points)
-    b = _beta_gn(g, sigma, order)
-    return bool(np.all(np.diff(b) >= -1e-12 * np.maximum(1.0, np.abs(b[1:]))))
+    """Condition C5 (Papernot et al. 2018, §B.4.2): the data-dependent RDP of GNMax at ``order`` is non-decreasing
+    in q̃ on a log-grid from −(4((λ + 1)/σ)² + 50) to the cap log(1 − 1/m)."""
+    try:
+        gnmax_cells(sigma, order, classes, points)
+    except ValueError:
+        return False
+    return True
 
 
 def _logq_bounds(votes, sigma: float, d: np.ndarray):
@@ -78,40 +138,39 @@ def _logq_bounds(votes, sigma: float, d: np.ndarray):
     c = math.sqrt(2.0) * sigma
     dd = np.asarray(d, dtype=np.float64)[None, :, None]
     g = gaps[:, None, : r + 1]
-    lo_arg, up_arg = g + 2.0 * dd, np.maximum(g - 2.0 * dd, 0.0)
-    if np.all(v == np.round(v)):                 # integer votes: log Φ̄(n/c) from a table of the integers n
-        table = special.log_ndtr(-np.arange(int(np.max(lo_arg)) + 1) / c)
-        lo_t, up_t = table[lo_arg.astype(np.int64)], table[up_arg.astype(np.int64)]
+    args = (g + 2.0 * dd, np.maximum(g - dd, 0.0), np.maximum(g - 2.0 * dd, 0.0))
+    if np.all(v == np.round(v)):                 # integer votes: Φ̄(n/c) from a table of the integers n
+        table = special.ndtr(-np.arange(int(np.max(args[0])) + 1) / c)
+        lo_t, t1, t2 = (table[x.astype(np.int64)] for x in args)
     else:
-        lo_t, up_t = special.log_ndtr(-lo_arg / c), special.log_ndtr(-up_arg / c)
-    if m - 1 > r:                                # U: the gaps beyond the r-th bounded by the (r+1)-th
-        up_t[..., r] += math.log(m - 1 - r)
-    else:
-        lo_t, up_t = lo_t[..., :r], up_t[..., :r]
-    lo_t = lo_t[..., :r]                         # L: a sub-sum (the r smallest gaps)
-    # log-sum-exp along the last axis; the terms are in decreasing order except U's tail term
-    low = lo_t[..., 0] + np.log(np.sum(np.exp(lo_t - lo_t[..., :1]), axis=-1))
-    mx = np.max(up_t, axis=-1, keepdims=True)
-    up = mx[..., 0] + np.log(np.sum(np.exp(up_t - mx), axis=-1))
+        lo_t, t1, t2 = (special.ndtr(-x / c) for x in args)
+    low = np.sum(lo_t[..., :r], axis=-1)         # L: a sub-sum (the r smallest gaps, each + 2d)
+    psi = t2[..., :r] - t1[..., :r]              # what moving up to d more votes into class i adds
+    clipped = g[..., :r] < 2.0 * dd              # classes whose gap can close: the whole ψ_i counts
+    first = np.argmax(~clipped, axis=-1)[..., None]
+    convex = np.where(np.any(~clipped, axis=-1), np.take_along_axis(psi, first, axis=-1)[..., 0], 0.0)
+    up = np.sum(t1[..., :r], axis=-1) + np.sum(np.where(clipped, psi, 0.0), axis=-1) + convex
+    if m - 1 > r:                                # the other gaps, each bounded by the (r+1)-th with − 2d
+        up = up + (m - 1 - r) * t2[..., r]
     cap = math.log(1.0 - 1.0 / m)
-    return np.minimum(low, cap), np.minimum(up, cap)
+    with np.errstate(divide="ignore"):
+        return np.minimum(np.log(low), cap), np.minimum(np.log(up), cap)
 
 
 def ls_gnmax(votes, sigma: float, order: float, distances, weights=None, chunk_cells: int = 2_000_000):
     """A⁽ᵈ⁾ per query for GNMax's data-dependent RDP at ``order``: shape (Q, len(distances)); with ``weights``
-    (Q,), the weighted sum over queries (len(distances),), computed in chunks of queries. Raises if condition C5
-    fails on the grid (the bound would not be valid)."""
+    (Q,), the weighted sum over queries (len(distances),), computed in chunks of queries: the largest Λ
+    (:func:`gnmax_cells`) over the cells that [L(d), U(d)] meets. Raises if condition C5 fails."""
     v = P._votes(votes)
-    if not check_monotone(sigma, order, v.shape[1]):
-        raise ValueError(f"GNMax's data-dependent RDP is not monotone in q at sigma={sigma}, order={order}")
+    cells = gnmax_cells(sigma, order, v.shape[1])
     d = np.asarray(distances, dtype=np.float64)
     k = d.size
-    step = max(1, chunk_cells // (2 * k * min(TOP_GAPS + 1, v.shape[1])))
+    step = max(1, chunk_cells // (k * min(TOP_GAPS + 1, v.shape[1])))
     parts = []
     for s in range(0, len(v), step):
-        lo, up = _logq_bounds(v[s:s + step], sigma, np.r_[d, d + 1.0])
-        b_lo, b_up = _beta_gn(lo, sigma, order), _beta_gn(up, sigma, order)
-        a = np.maximum(np.maximum(b_up[:, k:] - b_lo[:, :k], b_up[:, :k] - b_lo[:, k:]), 0.0)
+        lo, up = _logq_bounds(v[s:s + step], sigma, d)
+        j = [np.clip(np.floor((x - cells.lo) / cells.h), -1, cells.n - 1).astype(np.int64) + 1 for x in (lo, up)]
+        a = _range_max(cells.levels, j[0], j[1])
         parts.append(a if weights is None else np.asarray(weights, dtype=np.float64)[s:s + step] @ a)
     if weights is None:
         return np.concatenate(parts) if parts else np.zeros((0, k))
@@ -132,22 +191,11 @@ def ls_threshold(max_votes, threshold: float, sigma1: float, order: float, dista
     jump = np.abs(b[1:] - b[:-1])                                     # jump[i] = |β(u_i + 1) − β(u_i)|
     if step == 2:
         jump = np.maximum(jump, np.r_[np.abs(b[2:] - b[:-2]), 0.0])
-    # sparse table for range maxima of ``jump``
-    levels = [jump]
-    while 2 ** len(levels) <= jump.size:
-        p = levels[-1]
-        h = 2 ** (len(levels) - 1)
-        levels.append(np.maximum(p[:-h], p[h:]))
+    levels = _sparse_table(jump)
     ur, inv = np.unique(r, return_inverse=True)
     start = (ur[:, None] - d[None, :] - extra - step) - lo_v         # jumps starting in [v − d − e − s, v + d + e]
     stop = (ur[:, None] + d[None, :] + extra) - lo_v
-    length = stop - start + 1
-    k = np.floor(np.log2(length)).astype(np.int64)
-    out = np.empty(start.shape)
-    for lev in np.unique(k):
-        sel = k == lev
-        t = levels[lev]
-        out[sel] = np.maximum(t[start[sel]], t[stop[sel] - 2 ** lev + 1])
+    out = _range_max(levels, start, stop)
     if weights is None:
         return out[inv.ravel()]
     return np.bincount(inv.ravel(), weights=np.asarray(weights, dtype=np.float64), minlength=len(ur)) @ out
@@ -163,7 +211,7 @@ def rdp_gnss(beta, sigma_ss, order: float):
         -2.0 * order * beta)) / (order - 1.0)
 
 
-def distance_grid(teachers: int, beta_min: float, tail: float = 40.0, slack: float = 0.05) -> np.ndarray:
+def distance_grid(teachers: int, beta_min: float, tail: float = 12.0, slack: float = 0.05) -> np.ndarray:
     """Distances 0..D, D = min(M, ⌈tail/β_min⌉), step ⌊slack/β_min⌋ (≥ 1) so that the discount within a step is
     ≥ e^{−slack}: the grid's looseness."""
     D = int(min(teachers, math.ceil(tail / beta_min)))
