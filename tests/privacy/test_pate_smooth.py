@@ -105,3 +105,18 @@ def test_sanitised_eps_at_least_raw():
 def test_monotonicity_check_at_study_settings():
     for sigma, lam, m in ((40.0, 10.0, 10), (100.0, 20.0, 150), (150 * math.sqrt(2), 30.0, 150), (5.0, 3.0, 20)):
         assert S.check_monotone(sigma, lam, m)
+
+
+@pytest.mark.parametrize("top_gaps", [1, 8])
+def test_q_bracket_contains_every_vote_vector_within_distance(monkeypatch, top_gaps):
+    monkeypatch.setattr(S, "TOP_GAPS", top_gaps)
+    M, m, sigma = 8, 4, 1.0
+    H = _histograms(M, m)
+    lq = P.logq_gnmax(H, sigma)
+    dist = np.abs(H[:, None, :] - H[None, :, :]).sum(axis=2) / 2
+    d = np.arange(M + 1)
+    lo, up = S._logq_bounds(H, sigma, d)
+    for k in d:
+        within = dist <= k
+        assert np.all(np.where(within, lq[None, :] <= up[:, k:k + 1] + 1e-12, True))
+        assert np.all(np.where(within, lq[None, :] >= lo[:, k:k + 1] - 1e-12, True))
