@@ -5,7 +5,7 @@ Raghunathan, Talwar and Erlingsson, "Scalable private learning with PATE", ICLR 
 The data-dependent RDP β(x) = Σ_queries RDP_q(λ) of :mod:`dpbench.privacy.pate` depends on the teachers' votes x,
 so it is itself private. GNSS releases β(x) + SS_β(x)·N(0, σ_ss²) at one order λ, where
 SS_β(x) = max_{d ≥ 0} e^{−βd} A⁽ᵈ⁾(x) is a β-smooth upper bound on the local sensitivity (Nissim, Raskhodnikova and
-Smith 2007, Def. 2.1/Lemma 2.3; Papernot et al. 2018, Def. 19) with A⁽ᵈ⁾(x) ≥ max_{y: d(x,y) ≤ d} LS(y). Two vote
+Smith 2007, §2; Papernot et al. 2018, App. B.4) with A⁽ᵈ⁾(x) ≥ max_{y: d(x,y) ≤ d} LS(y). Two vote
 histograms are at distance d when d teachers change their votes; per query each change moves one vote from a
 class to another. The release costs (Papernot et al. 2018, Theorem 23), for 1 < λ < 1/(2β),
 
@@ -15,14 +15,15 @@ Local-sensitivity bounds (vectorised over queries and distances; rigorous given 
 
 * GNMax (:func:`ls_gnmax`): β_q = RDP of Theorem 5.3.1 as a function of q̃ (:func:`dpbench.privacy.pate.rdp_gaussian`
   with :func:`~dpbench.privacy.pate.logq_gnmax`), non-decreasing in q̃ — condition C5 of Papernot et al. 2018,
-  §B.4.2, checked numerically on the grid of :func:`gnmax_cells` (an error if it fails).
+  §B.4.2, checked numerically on the grid of :func:`gnmax_cells` (an error if it fails; between grid points,
+  ~10⁻³ apart in log q̃, it is assumed).
   (i) One step: a neighbour of a vote vector with q̃ = q has q̃ in [B_L(q), B_U(q)], B_{U,L}(q) =
   (m − 1)·Φ̄(Φ̄⁻¹(q/(m − 1)) ∓ √2/σ) (the authors' Algorithm 3 / Prop. 13; Jensen on the concave/convex per-term
   maps), so LS(y) ≤ Λ(q̃(y)) = max(β(B_U(q)) − β(q), β(q) − β(B_L(q))), tabulated as a maximum per cell of a
   fine grid of log q̃ (:func:`gnmax_cells`).
   (ii) Distance d: d teachers move the top count by a ≤ d and add Σ_i b_i ≤ d votes to the other classes, so the
   gaps to the (possibly new) plurality class satisfy (g_i − d − b_i)⁺ ≤ g'_i ≤ g_i + 2d. Hence
-  q̃ ≥ L(d) = Σ Φ̄((g_i + 2d)/(√2σ)) (a sub-sum: the r smallest gaps) and q̃ ≤ U(d) = Σ Φ̄((g_i − d)⁺/c) + the
+  q̃ ≥ L(d) = Σ Φ̄((g_i + 2d)/(√2σ)) (a sub-sum: the r smallest gaps) and q̃ ≤ U(d) = Σ Φ̄((g_i − d)⁺/c) (c = √2σ) + the
   largest possible increase from the b_i: the whole ψ_i = Φ̄((g_i − 2d)⁺/c) − Φ̄((g_i − d)⁺/c) of every class with
   g_i < 2d, plus the largest ψ_i of the others (there ψ_i(b) is convex in b, so ≤ ψ_i(d)·b/d); gaps beyond the
   r-th are bounded by the (r+1)-th minus 2d; both capped at 1 − 1/m.
@@ -30,7 +31,7 @@ Local-sensitivity bounds (vectorised over queries and distances; rigorous given 
   Algorithms 4-5, which walk one vote path, this needs no condition C6.
 * Threshold step (:func:`ls_threshold`): β_q is a function of the rounded max vote v (Papernot et al. 2018, §4.1,
   §B.4.3); one teacher moves max_j n_j (or max_j (n_j − M p_j) for Interactive-GNMax) by ≤ 1, so
-  A⁽ᵈ⁾ = the largest one-step change |β(u+1) − β(u)| for u within d of v (one more step either side, and
+  A⁽ᵈ⁾ ≤ the largest one-step change |β(u+1) − β(u)| for u within d of v (one more step either side, and
   two-step changes, when the max vote is not an integer and rounding may jump).
 
 The total over queries is A⁽ᵈ⁾_total = Σ_q A_q⁽ᵈ⁾ (one teacher changes its vote on every query at once; which

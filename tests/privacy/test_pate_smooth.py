@@ -23,7 +23,8 @@ def _true_A(H, beta, D):
     return np.stack([np.max(np.where(dist <= d, ls[None, :], 0.0), axis=1) for d in range(D + 1)], axis=1)
 
 
-@pytest.mark.parametrize("M,m,sigma,order", [(8, 3, 0.7, 2.0), (8, 3, 1.0, 3.0), (8, 2, 0.5, 2.0), (6, 3, 0.6, 4.0)])
+@pytest.mark.parametrize("M,m,sigma,order", [(8, 3, 0.7, 2.0), (8, 3, 1.0, 3.0), (8, 2, 0.5, 2.0), (6, 3, 0.6, 4.0),
+                                           (6, 4, 0.7, 2.0)])
 def test_gnmax_local_sensitivity_bound_holds_by_brute_force(M, m, sigma, order):
     H = _histograms(M, m)
     beta = P.rdp_gaussian(P.logq_gnmax(H, sigma), sigma, [order])[:, 0]
