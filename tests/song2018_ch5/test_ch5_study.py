@@ -111,7 +111,7 @@ def test_every_series_figure_and_anchor(config5, tmp_path):
     checks = run_anchor_checks(config5, "song2018", inputs_all, tmp_path / "a.parquet",
                                tmp_path / "a.html").set_index("claim")
     assert checks.loc["A5.motivating", "passed"]
-    assert {"A5.gnmax", "A5.teachers", "A5.threshold", "A5.bins", "A5.confident/glyph"} <= set(checks.index)
+    assert {"A5.gnmax", "A5.teachers", "A5.threshold", "A5.bins", "A5.confident/glyph", "A5.gnss"} <= set(checks.index)
     assert "table5_1: thesis" in (tmp_path / "a.html").read_text()
 
 
