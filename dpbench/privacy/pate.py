@@ -18,8 +18,8 @@ Everything is vectorised over queries × orders (numpy arrays of shape (Q, K)); 
 * Composition: RDP adds over queries (Song 2018, Thm 2.2.3); conversion to (ε, δ): ε = min_λ RDP(λ) +
   log(1/δ)/(λ − 1) over the order grid :data:`ORDERS` (Song 2018, Thm 2.2.4; ``conversion="improved"``: the
   tighter conversion dp-accounting uses, Canonne, Kamath and Steinke 2020, Prop. 12).
-* Not implemented: the smooth-sensitivity sanitisation of the data-dependent ε (GNSS; Song 2018, §5.3.2 cites
-  it; Papernot et al. 2018, §B.4): the ε reported is the raw data-dependent value, as in Table 5.1.
+* The smooth-sensitivity sanitisation of the data-dependent ε (GNSS; Song 2018, §5.3.2 cites it; Papernot et al.
+  2018, App. B-C): :mod:`dpbench.privacy.pate_smooth`. The ε of Table 5.1 is the raw data-dependent value.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from dpbench.report import run_anchor_checks
 from dpbench.results import read_results
 from dpbench.runner import run_series
 from dpbench.studies import load_config, song2018
+from dpbench.studies.song2018 import ch5_anchors
 from dpbench.studies.song2018 import ch5_compute as ch5
 from dpbench.studies.song2018 import ch5_votes as V
 
@@ -110,7 +111,7 @@ def test_every_series_figure_and_anchor(config5, tmp_path):
     checks = run_anchor_checks(config5, "song2018", inputs_all, tmp_path / "a.parquet",
                                tmp_path / "a.html").set_index("claim")
     assert checks.loc["A5.motivating", "passed"]
-    assert {"A5.gnmax", "A5.teachers", "A5.threshold", "A5.bins", "A5.confident/glyph"} <= set(checks.index)
+    assert {"A5.gnmax", "A5.teachers", "A5.threshold", "A5.bins", "A5.confident/glyph", "A5.gnss"} <= set(checks.index)
     assert "table5_1: thesis" in (tmp_path / "a.html").read_text()
 
 
@@ -150,3 +151,62 @@ def test_votes_structure(config5):
     assert counts.max() >= 2 * counts.min()                     # imbalanced (Zipf-like prior)
     r = V.mnist_votes(config5)
     assert r["votes"].shape == (100, 10) and (r["votes"].sum(axis=1) == 10).all()
+
+
+# --- table5_1 with the GNSS-sanitised ε (ch5.gnss) ---------------------------------------------------------
+
+#: table5_1 on TINY5 computed by the chapter-5 code before GNSS was added (merge 7303e14)
+FROZEN = {"ch5_mnist/0/eps": 50.01151897706652, "ch5_mnist/1/eps": 50.98342662169611,
+          "ch5_mnist/1/eps_independent": 80.62403657608148, "ch5_mnist/1/answered": 29.0,
+          "ch5_mnist/1/label_accuracy": 0.7931034482758621,
+          "ch5_glyph/0/eps": 4.065521527435952, "ch5_glyph/1/eps": 5.23134056295223,
+          "ch5_glyph/2/eps": 5.892103585115942, "ch5_glyph/1/answered": 324.0, "ch5_glyph/2/answered": 421.0,
+          "ch5_glyph/2/eps_independent": 44.07193074395211, "ch5_glyph/2/label_accuracy": 0.8432304038004751,
+          "ch5_glyph/1/student_accuracy": 0.27}
+
+
+def _table(cfg):
+    out = {}
+    for s in ("ch5_mnist", "ch5_glyph"):
+        df = ch5.run_table5_1(cfg, "table5_1", s)
+        out[s] = df
+    return out
+
+
+def _values(frames):
+    return {f"{s}/{r['row']}/{r['metric']}": float(r["value"]) for s, df in frames.items() for _, r in df.iterrows()}
+
+
+def test_table5_1_gnss_next_to_raw_and_raw_unchanged(config5):
+    cfg = config5
+    assert cfg["studies"]["song2018"]["ch5"]["gnss"]["enabled"]
+    frames = _table(cfg)
+    v = _values(frames)
+    for k, want in FROZEN.items():
+        assert v[k] == want, k                                          # bit-identical raw values
+    for s, row in (("ch5_mnist", 0), ("ch5_glyph", 0)):
+        assert f"{s}/{row}/eps_gnss_expected" not in v                  # LNMax: not applicable
+    for s, row in (("ch5_mnist", 1), ("ch5_glyph", 1), ("ch5_glyph", 2)):
+        raw, at = v[f"{s}/{row}/eps"], v[f"{s}/{row}/eps_raw_at_gnss_order"]
+        exp, q = v[f"{s}/{row}/eps_gnss_expected"], v[f"{s}/{row}/eps_gnss_quantile"]
+        assert at >= raw - 1e-9 and exp > at and q > exp and v[f"{s}/{row}/gnss_ss"] > 0
+    tab = ch5_anchors.table_frame(frames["ch5_glyph"])
+    assert list(tab[ch5_anchors.GNSS_COLUMN][:1]) == ["n/a"] and "λ=" in tab[ch5_anchors.GNSS_COLUMN].iloc[1]
+    # reproducible from the cell's streams (a second store, same draws), and the option leaves raw values alone
+    again = copy.deepcopy(cfg)
+    again["cache_dir"] = cfg["cache_dir"] + "_again"
+    w2 = _values(_table(again))
+    assert all(w2[k] == v[k] for k in v if "runtime" not in k and v[k] == v[k])
+    off = copy.deepcopy(again)
+    off["cache_dir"] = cfg["cache_dir"] + "_off"
+    off["studies"]["song2018"]["ch5"]["gnss"]["enabled"] = False
+    w = _values({"ch5_glyph": ch5.run_table5_1(off, "table5_1", "ch5_glyph")})
+    assert not any("gnss" in k for k in w)
+    assert all(w[k] == v[k] for k in w if "runtime" not in k and k.startswith("ch5_glyph") and w[k] == w[k])
+
+
+@pytest.mark.parametrize("gnss", [{"order": 1.0}, {"order": 3.3}, {"quantile": 0.4}, {"enabled": "yes"}])
+def test_bad_gnss_option_names_the_key(gnss):
+    with pytest.raises(ConfigError) as err:
+        load_config(DEFAULT_CONFIG_PATH, overrides={"studies": {"song2018": {"ch5": {"gnss": gnss}}}})
+    assert "studies.song2018.ch5.gnss" in str(err.value)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from dpbench.methods import pate as A
 from dpbench.privacy import pate as P
+from dpbench.privacy import pate_smooth as SS
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 from dpbench.studies.song2018 import ch5_votes as V
@@ -42,6 +43,9 @@ LABELS = {"lnmax": "LNMax", "gnmax": "GNMax", "confident": "Confident-GNMax",
           "interactive": "Interactive-GNMax, two rounds", "baseline": "non-private baseline"}
 GLYPH_VARIANT = "simulated:glyph-like"
 CURVE_POINTS = 150
+#: table5_1 metrics of the GNSS-sanitised ε (GNMax-based rows, ``ch5.gnss.enabled``)
+GNSS_METRICS = ("eps_raw_at_gnss_order", "eps_gnss_expected", "eps_gnss_quantile", "eps_gnss_released",
+                "gnss_order", "gnss_ss", "gnss_cost", "gnss_quantile")
 
 
 def code_hash() -> str:
@@ -154,16 +158,57 @@ def _agreement_bins(votes, M, mask, bins: int) -> list[int]:
     return np.bincount(b[mask], minlength=bins).tolist()
 
 
-def answer_unit(config: dict, dataset: str, spec: dict, M: int | None = None, bins: int = 10) -> dict:
+def gnss_config(config: dict) -> dict | None:
+    """``studies.song2018.ch5.gnss`` when enabled, else None."""
+    g = V.ch5_config(config).get("gnss")
+    return dict(g) if g and g.get("enabled") else None
+
+
+def _gnss(gcfg: dict, spec: dict, out: dict, delta: float, order: float, rng) -> dict:
+    """The smooth-sensitivity sanitisation (GNSS, :mod:`dpbench.privacy.pate_smooth`) of the run's total
+    data-dependent RDP at ``gcfg['order']`` (None: the order of the raw ε): the local-sensitivity bounds of the
+    threshold step (every query) and of GNMax (the answered queries), summed over the queries of every round."""
+    r, v = out["r"], out["v"]
+    lam = float(order if gcfg.get("order") is None else gcfg["order"])
+    k = int(np.argmin(np.abs(P.ORDERS - lam)))
+    d = SS.distance_grid(int(round(v[0].sum())), 0.3 / lam)
+    total = np.zeros(d.size)
+    for seg in out["segments"]:
+        sl = seg["slice"]
+        if seg.get("T") is not None:
+            total += SS.ls_threshold(seg["screen"], seg["T"], seg["sigma1"], lam, d, weights=np.ones(len(seg["screen"])))
+        total += SS.ls_gnmax(v[sl], seg["sigma2"], lam, d, weights=r.answered[sl].astype(np.float64))
+    g = SS.sanitise(float(r.rdp[:, k].sum()), total, d, float(r.rdp_independent[:, k].sum()), lam, delta, rng,
+                    float(gcfg["quantile"]))
+    return {"eps_gnss_expected": g.eps_expected, "eps_gnss_quantile": g.eps_quantile,
+            "eps_gnss_released": g.eps_released, "eps_raw_at_gnss_order": g.eps_raw_at_order,
+            "gnss_order": g.order, "gnss_beta": g.beta, "gnss_ss": g.ss, "gnss_sigma": g.sigma_ss,
+            "gnss_cost": g.cost, "gnss_quantile": g.quantile, "gnss_max_distance": int(d[-1])}
+
+
+def _segments(spec: dict, v) -> list[dict]:
+    """The rounds of a non-interactive run, for :func:`_gnss`: GNMax alone or a threshold step on the max vote."""
+    if spec["aggregator"] == "gnmax":
+        return [{"slice": slice(0, len(v)), "sigma2": float(spec["sigma"])}]
+    return [{"slice": slice(0, len(v)), "screen": v.max(axis=1), "T": float(spec["T"]),
+             "sigma1": float(spec["sigma1"]), "sigma2": float(spec["sigma2"])}]
+
+
+def answer_unit(config: dict, dataset: str, spec: dict, M: int | None = None, bins: int = 10,
+                gnss: dict | None = None) -> dict:
     """Aggregate the first ``spec['queries']`` pool queries with ``spec`` (one rep), train the student on the
     answered ones; returns counts, ε (data-dependent and data-independent) at the dataset's δ, label and student
-    accuracy, the ε curve and the answered queries per agreement bin."""
+    accuracy, the ε curve and the answered queries per agreement bin; with ``gnss`` (the ``ch5.gnss`` settings)
+    and a GNMax-based aggregator, also the GNSS-sanitised ε (:func:`_gnss`; LNMax: not applicable). The random
+    streams are keyed without ``gnss``, so the raw values do not depend on it."""
     c5 = V.ch5_config(config)
     delta = float(c5["delta"][dataset])
     payload = {"kind": "song2018-ch5-answers", "code": code_hash(), "dataset": dataset,
                "data": V.mnist_payload(config) if dataset == "mnist" else V.glyph_payload(config),
                "M": None if M is None else int(M), "spec": spec, "delta": delta, "bins": int(bins),
                "seed": config["seed"], "orders": [float(P.ORDERS[0]), float(P.ORDERS[-1]), int(P.ORDERS.size)]}
+    gnss = gnss if gnss is not None and spec["aggregator"] != "lnmax" else None
+    key = content_key({**payload, "gnss": gnss}) if gnss is not None else content_key(payload)
 
     def compute():
         t0 = time.process_time()
@@ -178,7 +223,8 @@ def answer_unit(config: dict, dataset: str, spec: dict, M: int | None = None, bi
             ans = r.answered
             lab = r.labels
             acc = _student(config, dataset, d, d["pool_X"][:n][ans], lab[ans])
-            out = {"n": n, "r": r, "v": v, "labels": lab, "mask": ans, "student": acc, "reinforced": 0}
+            out = {"n": n, "r": r, "v": v, "labels": lab, "mask": ans, "student": acc, "reinforced": 0,
+                   "segments": [] if spec["aggregator"] == "lnmax" else _segments(spec, v)}
         r, v, n = out["r"], out["v"], out["n"]
         eps, order = P.eps_from_rdp(r.rdp.sum(axis=0), delta)
         eps_i = P.eps_from_rdp(r.rdp_independent.sum(axis=0), delta)[0]
@@ -186,7 +232,13 @@ def answer_unit(config: dict, dataset: str, spec: dict, M: int | None = None, bi
         truth = d["pool_y"][:n]
         k = int(np.searchsorted(P.ORDERS, order))
         thr = float(r.rdp_threshold[:, k].sum() / max(r.rdp[:, k].sum(), 1e-300))
-        return {"n_queries": int(n), "answered": int(ans.sum()), "reinforced": int(out["reinforced"]),
+        extra = {}
+        if gnss is not None:
+            t1 = time.process_time()
+            extra = _gnss(gnss, spec, out, delta, float(order),
+                          generator(config["seed"], f"song2018/ch5/gnss/{stream_key(payload)}"))
+            extra["gnss_runtime_s"] = time.process_time() - t1
+        return {**extra, "n_queries": int(n), "answered": int(ans.sum()), "reinforced": int(out["reinforced"]),
                 "eps": float(eps), "eps_independent": float(eps_i), "order": float(order), "delta": delta,
                 "threshold_share": thr,
                 "label_accuracy": float(np.mean(out["labels"][ans] == truth[ans])) if ans.any() else float("nan"),
@@ -196,7 +248,7 @@ def answer_unit(config: dict, dataset: str, spec: dict, M: int | None = None, bi
                 "variant": d["variant"], "is_substitute": d["is_substitute"], "M": int(d["M"]),
                 "n_eval": int(len(d["test_y"])), "runtime_s": time.process_time() - t0}
 
-    return _store(config).record(content_key(payload), compute)
+    return _store(config).record(key, compute)
 
 
 def _interactive(config, dataset, d, spec, rng) -> dict:
@@ -226,8 +278,12 @@ def _interactive(config, dataset, d, spec, rng) -> dict:
                   reinforced)
     use = answered | reinforced
     acc = _student(config, dataset, d, X[use], labels[use])
+    M = v[0].sum()
+    segs = [{**_segments({"aggregator": "confident", **r1s}, v[:n1])[0], "slice": slice(0, n1)},
+            {"slice": slice(n1, n), "screen": (v[n1:n] - M * proba).max(axis=1), "T": float(r2s["T"]),
+             "sigma1": float(r2s["sigma1"]), "sigma2": float(r2s["sigma2"])}]
     return {"n": n, "r": r, "v": v, "labels": labels, "mask": answered, "student": acc,
-            "reinforced": int(reinforced.sum())}
+            "reinforced": int(reinforced.sum()), "segments": segs}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -269,11 +325,12 @@ def run_table5_1(config, figure, sname) -> pd.DataFrame:
     dataset = sname[len("ch5_"):]
     fc = config["studies"][STUDY]["figures"][figure]
     rows = []
+    gnss = gnss_config(config)
     for i, spec in enumerate(fc[dataset]):
-        rec = answer_unit(config, dataset, spec)
+        rec = answer_unit(config, dataset, spec, gnss=gnss)
         label = _spec_text(spec)
         for metric in ("answered", "eps", "eps_independent", "student_accuracy", "label_accuracy", "reinforced",
-                       "n_queries", "threshold_share", "n_eval"):
+                       "n_queries", "threshold_share", "n_eval", *(GNSS_METRICS if "gnss_order" in rec else ())):
             rows.append(_row(config, figure, sname, spec["aggregator"], rec, metric, rec[metric], dataset=dataset,
                              row=i, label=label, x=float(i)))
     t0 = time.process_time()
