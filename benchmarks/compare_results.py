@@ -4,7 +4,7 @@
 
 For each ``<study>/<figure>/*.parquet`` present in either folder: the rows are compared on the columns both files
 have, except what legitimately differs between two runs of the same computation — wall-clock columns
-(``runtime_s``) and content keys that contain a code hash (``cell_key`` and ``*_hash`` columns change when code
+(``runtime_s``, ``cpu_s``) and content keys that contain a code hash (``cell_key`` and ``*_hash`` columns change when code
 moves, while the random streams do not: ``dpbench.rng.stream_key``). Rows whose metric is itself a time (the
 runtime figures) are compared on everything but the value. Rows are matched after sorting on all compared
 columns; values must be equal bit for bit (NaN equals NaN). Exit status 1 if any file differs or is missing.
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SKIP_COLUMNS = {"runtime_s", "cell_key"}
+SKIP_COLUMNS = {"runtime_s", "cpu_s", "cell_key"}
 TIME_WORDS = ("second", "runtime", "time")
 
 
