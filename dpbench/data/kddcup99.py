@@ -205,8 +205,6 @@ def load_kddcup99_substitute(seed: int = 0, n_train: int | None = None, n_test: 
     unit direction, features A z with a random orthogonal A times log-uniform scales in [0.1, 10] and an offset;
     label +1 (attack) with probability ``attack_fraction``. Row i does not depend on how many rows are drawn
     (train and test come from separate streams)."""
-    from scipy.special import ndtr
-
     n_train = KDD_N_TRAIN if n_train is None else int(n_train)
     n_test = KDD_N_TEST if n_test is None else int(n_test)
     g = generator(int(seed), "kddcup99/substitute/v1/model")

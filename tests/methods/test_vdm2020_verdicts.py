@@ -5,7 +5,6 @@ undecided (TOO_FEW), never a pass.
 
 The "noise" of a cell is a fixed vector with mean exactly 0 and std exactly 1, so each mean is exact."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -5,7 +5,6 @@ effect does not hold, an effect within 2 standard errors is undecided (WIDE) and
 
 The "noise" of a group is a fixed vector with mean exactly 0 and std exactly 1, so each mean is exact."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

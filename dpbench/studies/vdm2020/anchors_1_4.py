@@ -24,7 +24,6 @@ def _anchor_checks_1_4(frames: dict) -> list[dict]:
         informative = m.max(axis=1) >= 1 / N_CLASSES + CHANCE_MARGIN
         mi = m[informative]
         best = mi.idxmax(axis=1)
-        worst = mi.idxmin(axis=1)
         left_out = f"; {int((~informative).sum())} ε at chance level left out" if (~informative).any() else ""
         # best/worst at an ε count only beyond 2 standard errors of the runner-up (else that ε is undecided)
         sa = [V.is_best("subsample_aggregate", mi.loc[x], se.loc[x]) for x in mi.index]
