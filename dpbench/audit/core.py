@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from dpbench.audit import stats as S
 from dpbench.audit.methods import REGISTRY, MethodAudit
 from dpbench.rng import generator
@@ -26,9 +28,12 @@ def variants(name: str) -> tuple[str, ...]:
     return (CORRECT,) + method(name).twins
 
 
-def trials_for(config: dict, name: str) -> int:
+def trials_for(config: dict, name: str, variant: str = CORRECT) -> int:
+    """Trials per side of ``name``'s audit: ``studies.audit.methods.<name>.twin_trials.<variant>``, else
+    ``….<name>.trials``, else ``studies.audit.trials``."""
     a = config["studies"]["audit"]
-    return int(a["methods"].get(name, {}).get("trials", a["trials"]))
+    m = (a.get("methods") or {}).get(name, {})
+    return int((m.get("twin_trials") or {}).get(variant, m.get("trials", a["trials"])))
 
 
 def cell_key(name: str, epsilon: float, variant: str, seed_index: int, trials: int) -> str:
@@ -38,26 +43,32 @@ def cell_key(name: str, epsilon: float, variant: str, seed_index: int, trials: i
 def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, seed_index: int = 0,
              trials: int | None = None) -> dict:
     """Audit ``name`` at claimed replace-one ε: statistics of the releases on the worst-case pair, then the
-    split-half Clopper–Pearson bound (:func:`dpbench.audit.stats.epsilon_lower_bound_split`). ``fires``: the
-    (1 − α) lower bound exceeds the claimed ε. For the correct implementation a firing audit is a PRIVACY BUG;
-    for a twin, firing = caught."""
+    split-half Clopper–Pearson bound (:func:`dpbench.audit.stats.epsilon_lower_bound_split`, ``eps_lower``) and,
+    where the method's audit declares its release a long composition of Gaussian steps (``gdp``), the μ-GDP bound
+    from the AUC (:func:`dpbench.audit.stats.gdp_epsilon_lower_bound`, ``eps_lower_gdp``; NaN elsewhere).
+    ``eps_hat`` = the larger of the two; ``fires``: ``eps_hat`` exceeds the claimed ε. For the correct
+    implementation a firing audit is a PRIVACY BUG; for a twin, firing = caught."""
     m = method(name)
     if variant != CORRECT and variant not in m.twins:
         raise ValueError(f"{name} has no twin {variant!r}; twins: {list(m.twins)}")
-    trials = int(trials if trials is not None else trials_for(config, name))
+    trials = int(trials if trials is not None else trials_for(config, name, variant))
     alpha = float(config["studies"]["audit"]["alpha"])
     key = cell_key(name, epsilon, variant, seed_index, trials)
     t0, c0 = time.perf_counter(), time.process_time()
     out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
+    g = (S.gdp_epsilon_lower_bound(out["s_d"], out["s_dp"], out["delta"], alpha) if out.get("gdp")
+         else {"eps_lower": math.nan, "auc": math.nan, "mu_lower": math.nan})
     eps = float(epsilon)
+    eps_hat = float(np.nanmax([b["eps_lower"], g["eps_lower"]]))
     return {"method": name, "label": m.label, "study": m.study, "variant": variant, "claimed_epsilon": eps,
             "delta": float(out["delta"]), "trials": trials, "seed_index": int(seed_index), "alpha": alpha,
             "eps_lower": float(b["eps_lower"]), "eps_point": float(b["eps_point"]),
             "eps_pair": float(out.get("eps_pair", math.nan)),
-            "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": float(b["eps_lower"]) / eps,
-            "fires": bool(b["eps_lower"] > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
+            "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": eps_hat / eps,
+            "eps_lower_gdp": float(g["eps_lower"]), "auc": float(g["auc"]), "mu_lower": float(g["mu_lower"]),
+            "eps_hat": eps_hat, "fires": bool(eps_hat > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
             "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0}

@@ -195,7 +195,8 @@ def clip_weights(gnorm, clip, valid):
     return scale
 
 
-def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise_std, lrs, return_trace=False):
+def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise_std, lrs, return_trace=False,
+               observe=None):
     """The DP-SGD loop of Eq. 4 for ``R`` runs of any model whose parameters are a flat vector: ``theta``
     (R, P) float64, updated IN PLACE. Per step t, for every run:
 
@@ -209,7 +210,9 @@ def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise
 
     ``rng``: one Generator (per step: sampling of all runs, then one noise draw (R, P)) or one Generator per
     run (run r draws its sampling, then its noise (P,), from ``rng[r]`` only). Runs are processed in chunks
-    whose gathered rows stay cache-resident (~4 MB). Returns the trace dict (``"batch_size"``,
+    whose gathered rows stay cache-resident (~4 MB). ``observe(t, theta)``, if given, is called after every
+    update with the current iterates (R, P) — the full transcript θ₁, …, θ_T that DP-SGD's accountant bounds
+    (a privacy audit reads it; the callback must copy what it keeps). Returns the trace dict (``"batch_size"``,
     ``"max_clipped_norm"``, ``"lr"``, ``"steps"``, ``"denom"``) if ``return_trace``, else None.
     """
     N, D = X.shape
@@ -248,6 +251,8 @@ def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise
                     tr_max[t, s:e] = (scale * gnorm).max(axis=1)
         gsum *= lrs[t] / d_t
         theta -= gsum
+        if observe is not None:
+            observe(t, theta)
         if return_trace:
             tr_bs[t] = valid.sum(axis=1) if valid is not None else m
     if not return_trace:

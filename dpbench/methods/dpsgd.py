@@ -51,6 +51,7 @@ def dpsgd_softmax(
     return_trace=False,
     theta0=None,
     blas_threads=1,
+    observe=None,
 ):
     """Run ``n_runs`` independent DP-SGD trainings (Eq. 4, global clipping to ``clip`` = ν) at once.
 
@@ -63,17 +64,19 @@ def dpsgd_softmax(
     clipped per-example gradient norm s_n‖g_n‖ of each step, ``"lr"`` (steps,), ``"steps"``, ``"denom"``.
     ``blas_threads`` (default 1, None = unchanged): the per-step GEMMs are tiny (m×D×C), extra BLAS threads do
     not help and are much slower on shared cores; parallelise over cells/repetition blocks instead.
+    ``observe(t, theta)``: called after every step t with a read-only view (n_runs, D, C) of the iterates (the
+    transcript the accountant bounds; used by the privacy audit, :mod:`dpbench.audit.sgd`).
     """
     with blas_thread_limit(blas_threads):
         return _dpsgd(
             X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-            lr_schedule, return_trace, theta0,
+            lr_schedule, return_trace, theta0, observe,
         )
 
 
 def _dpsgd(
     X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-    lr_schedule, return_trace, theta0,
+    lr_schedule, return_trace, theta0, observe=None,
 ):
     X, y, C, _ = _check_training(X, y, n_classes)  # finite, non-empty X; labels; n_classes ≥ 2
     N, D = X.shape
@@ -96,7 +99,9 @@ def _dpsgd(
         theta.reshape(R, C, D)[...] = np.swapaxes(np.asarray(theta0, dtype=np.float64), -1, -2)
     out = dpsgd_loop(X, theta, softmax_clipped_sum(y, X, C, clip), rng=rng, batch_size=batch_size, steps=steps,
                      sampling=sampling, noise_std=float(noise_multiplier) * float(clip),
-                     lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace)
+                     lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace,
+                     observe=None if observe is None else
+                     (lambda t, th: observe(t, th.reshape(R, C, D).transpose(0, 2, 1))))
     theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1))
     return (theta, out) if return_trace else theta
 

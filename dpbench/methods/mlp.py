@@ -44,6 +44,7 @@ def dpsgd_mlp(
     *,
     params0=None,
     blas_threads=1,
+    observe=None,
 ):
     """Run ``n_runs`` independent DP-SGD trainings of the MLP (Eq. 4, GLOBAL clipping to ``clip`` = ν) at once.
 
@@ -60,6 +61,8 @@ def dpsgd_mlp(
     Returns the stacked MLPParams (n_runs, …); with ``return_trace=True`` returns ``(params, trace)`` with
     ``"batch_size"`` (steps, n_runs), ``"max_clipped_norm"`` (steps, n_runs) (largest s_n‖g_n‖ of each step),
     ``"lr"`` (steps,), ``"steps"``, ``"denom"``. ``blas_threads`` as in ``dpsgd_softmax`` (default 1).
+    ``observe(t, params)``: called after every step with read-only stacked MLPParams views of the iterates (the
+    transcript; :mod:`dpbench.audit.sgd`).
     """
     X = _as_float_matrix(X)
     N, D = X.shape
@@ -81,17 +84,19 @@ def dpsgd_mlp(
     streams = _streams(rng, R)
     with blas_thread_limit(blas_threads):
         return _dpsgd(X, y, C, int(hidden), float(noise_multiplier), float(clip), int(batch_size), steps,
-                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0)
+                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0, observe)
 
 
 def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
-           return_trace, params0):
+           return_trace, params0, observe=None):
     N, D = X.shape
     theta = _init_runs(streams, R, D, H, C, params0)
     shared, gens = streams
     trace = dpsgd_loop(X, theta, mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
                        batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
-                       lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace)
+                       lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace,
+                       observe=None if observe is None else
+                       (lambda t, th: observe(t, MLPParams.from_flat(th, D, H, C))))
     params = MLPParams.from_flat(theta, D, H, C)
     return (params, trace) if return_trace else params
 

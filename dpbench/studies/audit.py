@@ -36,10 +36,12 @@ FIGURES = {"fig_audit": FigureSpec(
     "ε̂ (95 % lower confidence bound)", _methods(),
     "White-box audit of every private training method at its study's default calibration: worst-case "
     "neighbouring pair, likelihood-ratio statistic of the release, threshold chosen on half of the trials and "
-    "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). Filled markers: "
-    "correct implementation; open markers: broken twins (noise × f, known bugs), which must land above the "
-    "line ε̂ = ε. ε_pair (crosses): the exact ε of the audited pair at the correct calibration, the most any "
-    "test can show on it (DP-SGD: of the last iterate).",
+    "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). DP-SGD: the "
+    "whole transcript of iterates (what its accountant bounds), and the larger of that bound and the μ-GDP "
+    "bound from the AUC (a GDP model of the composition, as in Nasr et al. 2023; column eps_lower_gdp). Filled "
+    "markers: correct implementation; open markers: broken twins (noise × f, known bugs), which must land "
+    "above the line ε̂ = ε. ε_pair (crosses): the exact ε of the audited pair at the correct calibration, the "
+    "most any test can show on it.",
     xscale="linear")}
 
 MARKERS = {"correct": ("o", "tab:green"), "noise_x0.5": ("s", "tab:red"), "noise_x0.25": ("D", "tab:purple"),
@@ -51,10 +53,16 @@ MARKERS = {"correct": ("o", "tab:green"), "noise_x0.5": ("s", "tab:red"), "noise
 # ---------------------------------------------------------------------------------------------------------
 
 def validate(cfg: dict, prefix: str = "studies.audit") -> None:
+    from dpbench.audit import REGISTRY
+
     known = set(_methods())
-    for m in cfg.get("methods") or {}:
+    for m, block in (cfg.get("methods") or {}).items():
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.methods.{m}: unknown audit method; known: {sorted(known)}")
+        for t in (block or {}).get("twin_trials") or {}:
+            if t not in REGISTRY[m].twins:
+                raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}: {m} has no twin {t!r}; "
+                                  f"twins: {list(REGISTRY[m].twins)}")
     for i, m in enumerate(cfg.get("series") or []):
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.series[{i}]: unknown audit method {m!r}")
@@ -130,8 +138,8 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
     df.insert(1, "series", series_name)
     df["x"] = df["claimed_epsilon"]
     df["epsilon"] = df["claimed_epsilon"]
-    df["metric"] = "eps_lower"
-    df["value"] = df["eps_lower"]
+    df["metric"] = "eps_hat"
+    df["value"] = df["eps_hat"]
     df["dataset"] = "audit_pairs"
     df["dataset_variant"] = VARIANT
     df["preprocessing"] = "none (auditor-chosen records)"
@@ -147,12 +155,17 @@ def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1
 # ---------------------------------------------------------------------------------------------------------
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (method, ε, variant): median and min/max ε̂ over seeds, ε_pair, the firing rate and the runtime."""
-    if "eps_pair_variant" not in df:              # frames written before the column existed
-        df = df.assign(eps_pair_variant=np.nan)
+    """Per (method, ε, variant): median and min/max ε̂ (``eps_hat``: the larger of the Clopper–Pearson and, where
+    computed, the GDP bound) over seeds, the two bounds' medians, ε_pair, the firing rate and the runtime."""
+    for col in ("eps_pair_variant", "eps_lower_gdp"):   # frames written before the columns existed
+        if col not in df:
+            df = df.assign(**{col: np.nan})
+    if "eps_hat" not in df:
+        df = df.assign(eps_hat=df["eps_lower"])
     g = df.groupby(["series", "claimed_epsilon", "variant"], sort=False)
-    return g.agg(label=("label", "first"), eps_lower_median=("eps_lower", "median"),
-                 eps_lower_min=("eps_lower", "min"), eps_lower_max=("eps_lower", "max"),
+    return g.agg(label=("label", "first"), eps_lower_median=("eps_hat", "median"),
+                 eps_lower_min=("eps_hat", "min"), eps_lower_max=("eps_hat", "max"),
+                 eps_cp_median=("eps_lower", "median"), eps_gdp_median=("eps_lower_gdp", "median"),
                  eps_pair=("eps_pair", "first"), eps_pair_variant=("eps_pair_variant", "first"),
                  delta=("delta", "first"), fire_rate=("fires", "mean"),
                  seeds=("fires", "size"),
@@ -202,8 +215,10 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
     lines.append("Runtime of the audit (CPU seconds, all cells): " + f"{df['runtime_s'].sum():.0f}")
     for r in s.itertuples():
+        gdp = f"; Clopper–Pearson {r.eps_cp_median:.3f}, GDP {r.eps_gdp_median:.3f}" if np.isfinite(
+            r.eps_gdp_median) else ""
         lines.append(f"{r.series} ε={r.claimed_epsilon:g} {r.variant}: ε̂ median {r.eps_lower_median:.3f} "
-                     f"(range {r.eps_lower_min:.3f}–{r.eps_lower_max:.3f}, {r.seeds} seeds), ε_pair "
+                     f"(range {r.eps_lower_min:.3f}–{r.eps_lower_max:.3f}, {r.seeds} seeds{gdp}), ε_pair "
                      f"{r.eps_pair:.3f}, fired in {r.fire_rate:.0%}")
     return "\n".join(lines)
 
@@ -236,7 +251,7 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                 f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
                 note = ""
                 # pure-ε noise (Laplace, L2-Laplace): the pair's exact ε scales as 1/f
-                # (ε, δ) methods with a closed form for the twin's own ε on the pair (DP-SGD's last iterate)
+                # (ε, δ) methods with a closed form for the twin's own ε on the pair (DP-SGD: its transcript)
                 exact = (r.eps_pair / f if f is not None and r.delta == 0 and np.isfinite(r.eps_pair)
                          else r.eps_pair_variant)
                 if np.isfinite(exact) and exact <= eps:
