@@ -43,7 +43,8 @@ def main(argv=None) -> int:
                 r["cpu_s"] = time.process_time() - t0
                 rows.append(r)
                 line = json.dumps({k: r[k] for k in ("method", "claimed_epsilon", "variant", "seed_index", "trials",
-                                                     "eps_lower", "eps_pair", "fires", "cpu_s")})
+                                                     "eps_hat", "eps_lower", "eps_lower_gdp", "eps_pair", "eps_pair_variant",
+                                                     "fires", "cpu_s")})
                 if a.out:
                     with open(a.out, "a") as fh:
                         fh.write(line + "\n")
@@ -52,7 +53,8 @@ def main(argv=None) -> int:
 
     df = pd.DataFrame(rows)
     print(df.groupby(["claimed_epsilon", "variant"], sort=False).agg(
-        eps_median=("eps_lower", "median"), eps_min=("eps_lower", "min"), eps_max=("eps_lower", "max"),
+        eps_median=("eps_hat", "median"), eps_min=("eps_hat", "min"), eps_max=("eps_hat", "max"),
+        cp_median=("eps_lower", "median"), gdp_median=("eps_lower_gdp", "median"),
         fired=("fires", "sum"), seeds=("fires", "size"), cpu_s=("cpu_s", "mean")).to_string(), file=sys.stderr)
     return 0
 
