@@ -511,8 +511,8 @@ def fit_softmax_many(
     * ``"separate"`` (default): T scipy L-BFGS-B runs, each with its own line search and stopping rule —
       exactly the per-model semantics of the reference code. Measured fastest: each problem (~1.5 MB) is
       cache-resident and one evaluation costs ~0.4 ms.
-    * ``"row_space"``: the same T scipy L-BFGS-B runs, each (when n < D, started from 0, rows linearly
-      independent) on its block's row space in orthonormal coordinates (:class:`_RowSpaceObjective`): by the
+    * ``"row_space"``: the same T scipy L-BFGS-B runs, each (when n ≤ D/2 — beyond, the Gram matrix costs more
+      than it saves —, started from 0, rows linearly independent) on its block's row space in orthonormal coordinates (:class:`_RowSpaceObjective`): by the
       representer argument every iterate θ_k lies in that row space, and L-BFGS-B without bounds only uses
       inner products, so the iterates are those of ``"separate"`` (equal up to rounding, tested: same
       iteration counts and stopping reasons), with evaluations on n·C instead of D·C parameters (Cholesky
@@ -564,9 +564,9 @@ def fit_softmax_many(
             infos = []
             for t in range(T):
                 got = None
-                if theta0 is None and n < D:
+                if theta0 is None and 2 * n <= D:
                     got = _fit_row_space(Xs[t], ys[t], C, l2, gtol, ftol, maxiter, maxcor)
-                if got is None:  # dependent rows, a warm start or n ≥ D: the member in θ-space
+                if got is None:  # dependent rows, a warm start or n > D/2: the member in θ-space
                     got = fit_softmax(Xs[t], ys[t], C, l2, None, None if theta0 is None else theta0[t], gtol, maxiter,
                                       ftol=ftol, maxcor=maxcor, return_info=True)
                 theta[t], inf = got
