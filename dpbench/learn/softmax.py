@@ -543,20 +543,7 @@ def fit_softmax_many(
     if theta0 is not None:
         theta0 = np.asarray(theta0, dtype=np.float64).reshape(T, D, C)
     with blas_thread_limit(blas_threads):
-        if method == "separate":
-            ys = np.asarray(ys)
-            if ys.shape != (T, n):
-                raise ValueError(f"ys must have shape ({T}, {n}), got {ys.shape}")
-            theta = np.empty((T, D, C))
-            infos = []
-            for t in range(T):
-                theta[t], inf = fit_softmax(
-                    Xs[t], ys[t], C, l2, None, None if theta0 is None else theta0[t], gtol, maxiter,
-                    ftol=ftol, maxcor=maxcor, return_info=True,
-                )
-                infos.append(inf)
-            return (theta, infos) if return_info else theta
-        if method == "row_space":
+        if method in ("separate", "row_space"):
             ys = np.asarray(ys)
             if ys.shape != (T, n):
                 raise ValueError(f"ys must have shape ({T}, {n}), got {ys.shape}")
@@ -564,9 +551,9 @@ def fit_softmax_many(
             infos = []
             for t in range(T):
                 got = None
-                if theta0 is None and 2 * n <= D:
+                if method == "row_space" and theta0 is None and 2 * n <= D:
                     got = _fit_row_space(Xs[t], ys[t], C, l2, gtol, ftol, maxiter, maxcor)
-                if got is None:  # dependent rows, a warm start or n > D/2: the member in θ-space
+                if got is None:  # "separate"; or dependent rows, a warm start or n > D/2: the member in θ-space
                     got = fit_softmax(Xs[t], ys[t], C, l2, None, None if theta0 is None else theta0[t], gtol, maxiter,
                                       ftol=ftol, maxcor=maxcor, return_info=True)
                 theta[t], inf = got
