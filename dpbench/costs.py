@@ -13,16 +13,17 @@ import math
 
 #: Per-cell cost of the lockstep loss-perturbation solve (groups of 10 repetitions, float32 iterations with a
 #: float64 certificate, the default) relative to the one-cell scipy solve: median of the alternating rounds of
-#: ``benchmarks/lockstep_lbfgs.py`` at N = 60,000 (see the README); applied at every N (an assumption: the
-#: GEMM share of the work grows with N, so the ratio should not fall).
-LP_LOCKSTEP_SPEEDUP = 2.50
+#: ``benchmarks/lockstep_lbfgs.py`` at N = 60,000 (3.13x, range 3.09-3.67, 1-min load 2.6-3.2 on the shared 2
+#: cores; float64 lockstep 2.08x in the same run); applied at every N (an assumption: the GEMM share of the work
+#: grows with N, so the ratio should not fall).
+LP_LOCKSTEP_SPEEDUP = 3.13
 #: Per-repetition cost of subsample-and-aggregate's member fits in θ-space relative to the fits in the row space
 #: of each part (``fit_softmax_many(method="row_space")``): median of the alternating rounds of
-#: ``benchmarks/lockstep_lbfgs.py`` (T = 256 parts of 234 rows). Applied where the parts have at most
+#: ``benchmarks/lockstep_lbfgs.py`` (T = 256 parts of 234 rows: 2.07x, range 2.07-2.08, load 3.0). Applied where the parts have at most
 #: SA_ROW_SPACE_MAX_ROWS rows (measured at 234; smaller parts are assumed to gain at least as much); parts with
 #: more rows — Fig. 4 at N ≥ 10⁵, T = 8 — keep the θ-space cost (the row-space solve is only used up to D/2
 #: rows, and its gain shrinks as the parts grow).
-SA_ROW_SPACE_SPEEDUP = 1.99
+SA_ROW_SPACE_SPEEDUP = 2.07
 SA_ROW_SPACE_MAX_ROWS = 256
 
 #: CPU-seconds per unit (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one block of 10 runs).
