@@ -8,12 +8,15 @@ the range of the per-round ratios are printed with the 1-minute load average bef
 1. one objective+gradient evaluation per model: ``R`` models one at a time (scipy path's objective) vs one
    lockstep evaluation of R models (float64, float32), R ∈ {1, 4, 16, 64};
 2. a loss-perturbation cell (ε = 1, δ = 0, λ = 1e-4, warm start = the non-private fit): the one-cell scipy fit
-   (before) vs the lockstep group of ``--lp-models`` cells, float64 and float32 (after), per cell;
-3. a subsample-and-aggregate repetition (T = 256): the members' fits by ``fit_softmax_many`` (scipy, one member
-   at a time) vs lockstep in batches of ``--sa-batch`` members;
+   (before) vs the lockstep group of ``--lp-models`` cells (repetitions 0…, one L2), float64 (``lbfgs.float32:
+   false``) and float32 (the default: fixed slots, one BLAS thread), per cell;
+3. a subsample-and-aggregate repetition (T = 256 members of 234 rows): the members' fits by ``fit_softmax_many``
+   in θ-space (before: one scipy run per member) vs in the row space of each part (``method="row_space"``, the
+   default now: the same iterates);
 4. the projected default-grid cost of vdm2020 (``dpbench plan``'s projection, dpbench/costs.py) with the unit
-   costs as they are and with the loss-perturbation and subsample-and-aggregate unit costs scaled by the measured
-   ratios.
+   costs before the lockstep solver, with the loss-perturbation unit costs divided by the measured float32 ratio
+   and the subsample-and-aggregate ones by the measured row-space ratio (where the parts have at most
+   ``costs.SA_ROW_SPACE_MAX_ROWS`` rows), and with the constants now in dpbench/costs.py.
 
     nice -n 0 python benchmarks/lockstep_lbfgs.py --data data --rounds 3 > lockstep.txt
 """
@@ -67,7 +70,6 @@ def main(argv=None) -> None:
     ap.add_argument("--data", default="data")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--lp-models", type=int, default=10)
-    ap.add_argument("--sa-batch", type=int, default=16)
     ap.add_argument("--skip", nargs="*", default=[], help="sections to skip: eval lp sa")
     ap.add_argument("--lp-ratio", type=float, help="with --skip lp: the loss-perturbation ratio for the projection")
     ap.add_argument("--sa-ratio", type=float, help="with --skip sa: the subsample-and-aggregate ratio")
@@ -131,9 +133,11 @@ def main(argv=None) -> None:
             t = alternate(a.rounds, {"before": before, "f64": after(False), "f32": after(True)})
             line, r64 = ratio_line(f"per cell: one-cell scipy vs lockstep x{R} float64", t["before"], t["f64"], 1, R)
             print(line)
-            line, r32 = ratio_line(f"per cell: one-cell scipy vs lockstep x{R} float32", t["before"], t["f32"], 1, R)
+            line, r32 = ratio_line(f"per cell: one-cell scipy vs lockstep x{R} float32 (default)", t["before"],
+                                   t["f32"], 1, R)
             print(line, f"load {load()}")
-            ratios["lp"] = r64  # the default (float32 is opt-in: not batch-invariant)
+            print(ratio_line("lockstep float64 vs float32", t["f64"], t["f32"])[0])
+            ratios["lp"] = r32  # the default since the fixed float32 slots (bit-reproducible)
             acc = lambda th: float(np.mean(np.argmax(problem.X_eval @ th, 1) == problem.y_eval))  # noqa: E731
             print(f"   cell 0: ‖θ_lockstep − θ_scipy‖ = f64 {np.linalg.norm(res[False][0] - res['before']):.2e}, "
                   f"f32 {np.linalg.norm(res[True][0] - res['before']):.2e} (certified ≤ 2τ/λ = {2 * tol / l2:.2e}); "
@@ -150,17 +154,17 @@ def main(argv=None) -> None:
             def sep():
                 res["sep"] = fit_softmax_many(Xs, ys, C, 0.0, maxiter=maxiter)
 
-            def lock():
-                res["lock"] = np.concatenate([lm.fit_softmax_lockstep(Xs[s : s + a.sa_batch], ys[s : s + a.sa_batch],
-                                                                      C, 0.0, gtol=1e-4, maxiter=maxiter)
-                                              for s in range(0, T, a.sa_batch)])
+            def row():
+                res["row"] = fit_softmax_many(Xs, ys, C, 0.0, maxiter=maxiter, method="row_space")
             print(f"\n3. subsample-and-aggregate, T = {T} members of {per} rows; load {load()}", flush=True)
-            t = alternate(a.rounds, {"sep": sep, "lock": lock})
-            line, rsa = ratio_line(f"member fits per repetition: scipy vs lockstep x{a.sa_batch}", t["sep"], t["lock"])
+            t = alternate(a.rounds, {"sep": sep, "row": row})
+            line, rsa = ratio_line("member fits per repetition: θ-space vs row space", t["sep"], t["row"])
             print(line, f"load {load()}")
             ratios["sa"] = rsa
-            pe, le = (np.argmax(np.einsum("nd,tdc->tnc", problem.X_eval, res[k]), 2) for k in ("sep", "lock"))
-            print(f"   member test-label agreement scipy vs lockstep {np.mean(pe == le):.4f}", flush=True)
+            pe, le = (np.argmax(np.einsum("nd,tdc->tnc", problem.X_eval, res[k]), 2) for k in ("sep", "row"))
+            print(f"   member test-label agreement θ-space vs row space {np.mean(pe == le):.4f}, "
+                  f"max|Δθ| {np.abs(res['sep'] - res['row']).max():.2e} (max|θ| {np.abs(res['sep']).max():.1f})",
+                  flush=True)
 
     print(f"\n4. projected vdm2020 default grid (dpbench plan's projection), load {load()}")
     full = load_config(DEFAULT_CONFIG_PATH)
@@ -168,22 +172,26 @@ def main(argv=None) -> None:
     def projected():
         shards._MEMO.clear()  # shard plans are memoised per config, not per unit costs
         return sum(plan.figure_plan(full, "vdm2020", f).cpu_s for f in vdm2020.figure_names(full["studies"]["vdm2020"]))
-    saved = dict(costs.VDM2020_UNIT_COSTS)
+    saved = dict(costs.VDM2020_UNIT_COSTS), costs.SA_ROW_SPACE_SPEEDUP
     try:
         costs.VDM2020_UNIT_COSTS.update(BEFORE_UNITS)
+        costs.SA_ROW_SPACE_SPEEDUP = 1.0
         before_h = projected() / 3600
         for k, v in BEFORE_UNITS.items():
-            costs.VDM2020_UNIT_COSTS[k] = v / ratios.get("lp" if k.startswith("lp_") else "sa", 1.0)
+            if k.startswith("lp_"):
+                costs.VDM2020_UNIT_COSTS[k] = v / ratios.get("lp", 1.0)
+        costs.SA_ROW_SPACE_SPEEDUP = ratios.get("sa", 1.0)
         after_h = projected() / 3600
     finally:
         costs.VDM2020_UNIT_COSTS.clear()
-        costs.VDM2020_UNIT_COSTS.update(saved)
+        costs.VDM2020_UNIT_COSTS.update(saved[0])
+        costs.SA_ROW_SPACE_SPEEDUP = saved[1]
     now_h = projected() / 3600
     print(f"   before (the pre-lockstep unit costs): {before_h:.1f} CPU-h ({before_h / 2:.1f} h on 2 cores)")
-    print(f"   after (those units divided by the measured ratios {ratios}): {after_h:.1f} CPU-h "
+    print(f"   after (loss perturbation / {ratios.get('lp', 1.0):.2f}, subsample-and-aggregate / "
+          f"{ratios.get('sa', 1.0):.2f} where parts have <= {costs.SA_ROW_SPACE_MAX_ROWS} rows): {after_h:.1f} CPU-h "
           f"({after_h / 2:.1f} h on 2 cores)")
     print(f"   with the unit costs now in dpbench/costs.py: {now_h:.1f} CPU-h ({now_h / 2:.1f} h on 2 cores)")
-
 
 if __name__ == "__main__":
     main()

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import math
 
-#: Per-cell cost of the lockstep loss-perturbation solve (groups of 10 repetitions, float64) relative to the
-#: one-cell scipy solve: median of 3 alternating rounds of ``benchmarks/lockstep_lbfgs.py`` at N = 60,000
-#: (2.50x, range 2.39-2.63, 1-min load 9-18 on the shared 2 cores); applied at every N (an assumption: the GEMM
-#: share of the work grows with N, so the ratio should not fall).
-LP_LOCKSTEP_SPEEDUP = 2.50
+#: Per-cell cost of the lockstep loss-perturbation solve (groups of 10 repetitions, float32 iterations with a
+#: float64 certificate, the default) relative to the one-cell scipy solve: median of the alternating rounds of
+#: ``benchmarks/lockstep_lbfgs.py`` at N = 60,000 (3.13x, range 3.09-3.67, 1-min load 2.6-3.2 on the shared 2
+#: cores; float64 lockstep 2.08x in the same run); applied at every N (an assumption: the GEMM share of the work
+#: grows with N, so the ratio should not fall).
+LP_LOCKSTEP_SPEEDUP = 3.13
+#: Per-repetition cost of subsample-and-aggregate's member fits in θ-space relative to the fits in the row space
+#: of each part (``fit_softmax_many(method="row_space")``): median of the alternating rounds of
+#: ``benchmarks/lockstep_lbfgs.py`` (T = 256 parts of 234 rows: 2.07x, range 2.07-2.08, load 3.0). Applied where the parts have at most
+#: SA_ROW_SPACE_MAX_ROWS rows (measured at 234; smaller parts are assumed to gain at least as much); parts with
+#: more rows — Fig. 4 at N ≥ 10⁵, T = 8 — keep the θ-space cost (the row-space solve is only used up to D/2
+#: rows, and its gain shrinks as the parts grow).
+SA_ROW_SPACE_SPEEDUP = 2.07
+SA_ROW_SPACE_MAX_ROWS = 256
 
 #: CPU-seconds per unit (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one block of 10 runs).
 #: Measured on this machine (2 shared cores, under load) at N = 60,000 unless the name says otherwise.
@@ -27,7 +36,7 @@ VDM2020_UNIT_COSTS = {
     "lp_54k": 16.81 / LP_LOCKSTEP_SPEEDUP,   # N = 60,000 (the test split of the default problem)
     "lp_N1e5": 34.4 / LP_LOCKSTEP_SPEEDUP,   # N = 100,000 (MNIST-1M generator)
     "np_fit_54k": 28.68,        # the non-private L2 fit behind model / prediction sensitivity (once per model)
-    "subsagg_T8_54k": 20.3,     # subsample-and-aggregate, T = 8 / 256 / 2048 models
+    "subsagg_T8_54k": 20.3,     # subsample-and-aggregate, T = 8 / 256 / 2048 models (θ-space member fits)
     "subsagg_T256_54k": 15.16,
     "subsagg_T2048_54k": 42.7,
     "dpsgd_block10_54k": 60.04,  # one DP-SGD block of 10 runs (vectorised)
@@ -83,6 +92,8 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
     if series == "subsample_aggregate":
         t = method.get("n_models", cfg["subsagg_models"])
         per_t = _loglog(t, [(8, u["subsagg_T8_54k"]), (256, u["subsagg_T256_54k"]), (2048, u["subsagg_T2048_54k"])])
+        if n / t <= SA_ROW_SPACE_MAX_ROWS:
+            per_t /= SA_ROW_SPACE_SPEEDUP
         return per_t * (n / _N_REF) * shape, 0.01 * per_t * (n / _N_REF) * shape
     if series == "dpsgd":
         return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape

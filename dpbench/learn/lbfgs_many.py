@@ -28,14 +28,17 @@ the float64 solver. The float32 copy of X is made only when it takes at most ``F
 is converted one row chunk (``ROW_CHUNK`` rows) at a time during each single-precision evaluation, so no
 second copy of a large training set is ever held.
 
-**Batch invariance (float64).** A model's iterates do not depend on which other models share its batch (tested
-bit for bit): every per-model quantity is a row-wise operation, the row chunks of X are fixed, and the stacked
-parameters are zero-padded to full GEMM panels (OpenBLAS's dgemm then gives every row the same bits whatever
-its position and the batch size — measured). So a cell's result does not depend on which cells of its group
-were computed together (a resumed run, a shard). OpenBLAS's sgemm does NOT have this property (a row's bits
-depend on its position modulo 16 and on the batch size, measured), so with float32 the released θ depends on
-the batch — always within the certified distance, but not bit-reproducible across batchings; hence float32 is
-an option, off by default.
+**Batch invariance.** A model's iterates do not depend on which other models share its batch (tested bit for
+bit), provided BLAS runs on a fixed number of threads (1: OpenBLAS splits a GEMM differently with more threads,
+which changes the bits — measured). Every per-model quantity is a row-wise operation and the row chunks of X are
+fixed. float64: the active models are packed, zero-padded to full GEMM panels (OpenBLAS's dgemm then gives every
+row the same bits whatever its position and the batch size — measured). float32: OpenBLAS's sgemm does NOT have
+this property (a row's bits depend on its position and on the batch size, measured), so in the single-precision
+phase every model sits in its own fixed slot (``slots``) of a stack of ``n_slots`` models whose shape never
+changes — empty slots (models absent, converged or already in float64) hold zeros. A model's result is then a
+function of its own problem, its slot and ``n_slots`` only: the same whichever models share its solve, in which
+order, and when they leave. So a cell's result does not depend on which cells of its group were computed
+together (a resumed run, a shard, the number of workers) as long as its slot is a function of the cell.
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ class SharedDesign:
     """Evaluator of R problems on one design matrix X (n, D), labels y (n,): ``(idx, θ (k, D·C), single)`` ->
     ``(J (k,), ∇J (k, D·C))`` for the models ``idx``, logits of all of them from one GEMM per row chunk."""
 
-    def __init__(self, X, y, n_classes, l2, linear=None, *, n_models, float32=False):
+    def __init__(self, X, y, n_classes, l2, linear=None, *, n_models, float32=False, slots=None, n_slots=None):
         self.X, self.y, self.C, _ = _check_training(X, y, n_classes, 0.0)
         self.n, self.D = self.X.shape
         self.R = int(n_models)
@@ -133,25 +136,40 @@ class SharedDesign:
         self.X32 = None
         if float32 and self.X.size * 4 <= FLOAT32_MAX_BYTES:
             self.X32 = self.X.astype(np.float32)
+        # float32 layout: model r always in rows slots[r]·C … of a stack of n_slots·C rows (module docstring)
+        self.slots = np.arange(self.R) if slots is None else np.asarray(slots, dtype=np.int64).reshape(-1)
+        self.n_slots = self.R if n_slots is None else int(n_slots)
+        if (self.slots.shape != (self.R,) or len(set(self.slots.tolist())) != self.R
+                or not ((0 <= self.slots) & (self.slots < self.n_slots)).all()):
+            raise ValueError(f"slots must be {self.R} distinct integers in [0, {self.n_slots}), got {slots!r}")
 
     def __call__(self, idx, thetas, single=False):
         k, D, C = len(idx), self.D, self.C
         dt = np.float32 if single else np.float64
         convert = single and self.X32 is None  # float32 chunks converted on the fly (no full copy)
         X = self.X32 if single and not convert else self.X
-        used = k * C
+        # float64: the k models packed (every row's bits are independent of its position, measured); float32:
+        # every model in its own fixed slot of a fixed-size stack (sgemm's rows depend on position and size)
+        pos = self.slots[idx] if single else np.arange(k)
+        used = (self.n_slots if single else k) * C
         rows = used + (-used) % ROW_PAD
         WT = np.zeros((rows, D), dtype=dt)
-        WT[:used] = thetas.reshape(k, D, C).transpose(0, 2, 1).reshape(used, D)
+        WT[:used].reshape(-1, C, D)[pos] = thetas.reshape(k, D, C).transpose(0, 2, 1)
         G = np.zeros((rows, D), dtype=dt)
         ce = np.zeros(k)
         step = ROW_CHUNK
         for a in range(0, self.n, step):
             Xc = X[a : a + step].astype(np.float32) if convert else X[a : a + step]
-            Z = WT @ Xc.T  # (rows, m), C-contiguous; the padding rows stay 0
-            ce += _ce_stack(Z[:used].reshape(k, C, -1), self.y[a : a + step])
+            Z = WT @ Xc.T  # (rows, m), C-contiguous; the padding rows and empty slots stay 0
+            Zs = Z[:used].reshape(-1, C, Z.shape[1])
+            if single:  # the active slots, gathered (the empty ones keep logits 0 and add nothing to G)
+                P = Zs[pos]
+                ce += _ce_stack(P, self.y[a : a + step])
+                Zs[pos] = P
+            else:
+                ce += _ce_stack(Zs, self.y[a : a + step])
             G += Z @ Xc
-        grad = G[:used].reshape(k, C, D).transpose(0, 2, 1).reshape(k, D * C).astype(np.float64) / self.n
+        grad = G[:used].reshape(-1, C, D)[pos].transpose(0, 2, 1).reshape(k, D * C).astype(np.float64) / self.n
         return self.penalty.add(idx, thetas, ce / self.n, grad)
 
 
@@ -390,14 +408,17 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
 
 def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_models=None, grad_norm_tol=None,
                          gtol=1e-5, ftol=2.220446049250313e-09, maxiter=2000, maxcor=10, float32=False,
-                         blas_threads=None, return_info=False):
+                         slots=None, n_slots=None, blas_threads=None, return_info=False):
     """Fit R softmax models in lockstep (module docstring): the lockstep counterpart of R calls of
     :func:`dpbench.learn.fit_softmax` with the same stopping rule.
 
     ``X`` (n, D) shared by all models with labels ``y`` (n,), or (T, n, D) row blocks with ``ys`` (T, n) (one
     model per block). ``l2`` a number or (R,); ``linear`` None or (R, D, C); ``theta0`` None (zeros), (D, C)
-    (every model) or (R, D, C). R = ``n_models`` or from the shapes. Returns θ (R, D, C) or
-    ``(θ, [FitInfo] * R)``."""
+    (every model) or (R, D, C). R = ``n_models`` or from the shapes. ``slots`` (R distinct integers in
+    [0, ``n_slots``); default: 0…R−1 of R) place the models in the fixed float32 stack (module docstring:
+    a model's float32 iterates depend only on its own problem, its slot and ``n_slots``). ``blas_threads``: BLAS
+    threads during the solve (None = unchanged; results are only bit-reproducible at a fixed count — 1 gives
+    the batch invariance). Returns θ (R, D, C) or ``(θ, [FitInfo] * R)``."""
     X = np.asarray(X) if not isinstance(X, np.ndarray) else X
     C = int(n_classes)
     if X.ndim == 3:
@@ -409,7 +430,8 @@ def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_mod
                 R = np.shape(a)[0]
         if R is None:
             R = np.size(l2)
-        ev = SharedDesign(X, y, C, l2, linear, n_models=R, float32=float32 and grad_norm_tol is not None)
+        ev = SharedDesign(X, y, C, l2, linear, n_models=R, float32=float32 and grad_norm_tol is not None,
+                          slots=slots, n_slots=n_slots)
     R, D = ev.R, ev.D
     P = D * C
     if theta0 is None:

@@ -23,15 +23,21 @@
   perturbed minimiser — η/2 (0.5% by default) of the record-level sensitivity of that minimiser. The bound is
   recorded in every row (``solver_error_bound``); it is a stated approximation, not folded into ε.
 * **Lockstep solves.** The cells of one (ε, δ) and block of ``LOCKSTEP_REPS`` repetitions (every tuning value
-  of that block included) are solved together by :func:`dpbench.learn.fit_softmax_lockstep` — one GEMM per
-  evaluation for up to ``LOCKSTEP_MODELS`` models, each with its own noise, L2, warm start and the same
-  stopping rule ‖∇J‖₂ ≤ η·K/N, certified by a float64 gradient. The noise of each cell is drawn from the
-  cell's own stream exactly as by :func:`loss_perturbation_fit`; a cell's θ is bit for bit the same whichever
-  cells share its batch. ``lbfgs.float32`` (default false) runs the iterations in single precision until the
-  gradient is within 30τ and finishes in float64: the certificate, and so the privacy statement, is that of
-  the float64 solver, and the released θ differs from a float64-only solve by at most 2τ/λ (both are within
-  τ/λ of the exact minimiser) — but it then depends on the batch (single-precision GEMMs are not
-  batch-invariant), so a resumed or sharded run may differ within that bound; off by default for that reason.
+  of that block included) form one group; the cells of one effective L2 in it are solved together by
+  :func:`dpbench.learn.fit_softmax_lockstep` — one GEMM per evaluation for all of them, each with its own noise,
+  warm start and the same stopping rule ‖∇J‖₂ ≤ τ = η·K/N, certified by a float64 gradient. The noise of each
+  cell is drawn from the cell's own stream exactly as by :func:`loss_perturbation_fit`.
+* **float32 (default; ``lbfgs.float32: false`` for float64 only).** The iterations run in single precision
+  until the gradient is within 30τ and finish in float64. Privacy: only a float64 gradient ‖∇J(θ̂)‖₂ ≤ τ stops
+  a model, so ‖θ̂ − θ*‖ ≤ τ/λ — the certificate, and so the privacy statement above, is that of the float64
+  solver; the released θ differs from a float64-only solve by at most 2τ/λ (both within τ/λ of θ*).
+  Reproducibility rule: single-precision GEMMs are not batch-invariant (a row's bits depend on its position
+  and on the batch size), so every cell has a fixed slot — its repetition mod ``LOCKSTEP_REPS`` — in a
+  float32 stack of ``LOCKSTEP_REPS`` models whose shape never changes, and the solve runs on one BLAS thread.
+  A cell's θ is then a function of the cell alone (noise, L2, warm start, slot), bit for bit: the same whichever
+  cells of its group are computed with it (a resumed run with part of the group cached, a shard, a cell shared
+  by two figures) and whatever the number of workers (tested). float64 has the same property (packed
+  batches; dgemm rows are position-independent on one thread).
 """
 
 from __future__ import annotations
@@ -50,8 +56,6 @@ from dpbench.privacy import sample_gaussian, sample_l2_laplace
 NEIGHBOURING = ("replace_one", "add_remove")
 #: repetitions whose cells are computed in one group (one lockstep solve per batch)
 LOCKSTEP_REPS = 10
-#: models advanced together by one lockstep solve (one GEMM with W of D × C·LOCKSTEP_MODELS)
-LOCKSTEP_MODELS = 32
 
 
 def loss_perturbation_l2(rule: str, rho: float, n: int, lam: float) -> float:
@@ -128,21 +132,42 @@ def loss_perturbation_draw(rng, epsilon: float, delta: float, n_classes: int, ne
     return sample_gaussian(rng, scale, shape), kind, scale
 
 
+def lockstep_batches(l2s, slots) -> list[list[int]]:
+    """The lockstep solves of models with L2 ``l2s`` (R,) and slots ``slots`` (R,): the models of one L2 value
+    together (in the order given), a second solve for a slot taken twice — so with distinct slots per L2 value
+    (cells of one group) every model's batch is the set of models sharing its L2, and its slot is its own."""
+    batches: list[list[int]] = []
+    index: dict = {}
+    for r, (l2, slot) in enumerate(zip(l2s, slots)):
+        for b in index.setdefault(float(l2), []):
+            if slot not in {slots[i] for i in batches[b]}:
+                batches[b].append(r)
+                break
+        else:
+            index[float(l2)].append(len(batches))
+            batches.append([r])
+    return batches
+
+
 def loss_perturbation_fit_many(X, y, n_classes: int, noises, l2s, theta0s, *, error_fraction: float, maxiter: int,
-                               float32: bool = False, batch: int = LOCKSTEP_MODELS) -> np.ndarray:
+                               float32: bool = True, slots=None) -> np.ndarray:
     """The minimisers of mean CE + (l2_r/2)‖θ‖² + ⟨B_r, θ⟩/N for the noises ``noises`` (R, D, C) (drawn by
-    :func:`loss_perturbation_draw`), L2 ``l2s`` (R,) and warm starts ``theta0s`` (R, D, C), in lockstep
-    batches of ``batch`` models, each stopped at ‖∇J‖₂ ≤ :func:`dpbench.learn.sensitivity_grad_norm_tol`
-    (a float64 certificate, also with ``float32``). Returns θ (R, D, C)."""
+    :func:`loss_perturbation_draw`), L2 ``l2s`` (R,) and warm starts ``theta0s`` (R, D, C), each stopped at
+    ‖∇J‖₂ ≤ :func:`dpbench.learn.sensitivity_grad_norm_tol` (a float64 certificate, also with ``float32``).
+    The models of one L2 value are solved in lockstep (:func:`lockstep_batches`), model r in slot ``slots[r]``
+    (default r mod LOCKSTEP_REPS) of a fixed stack of LOCKSTEP_REPS models, with one BLAS thread: a model's θ
+    is a function of its own noise, L2, warm start and slot (module docstring). Returns θ (R, D, C)."""
     n = X.shape[0]
     noises = np.asarray(noises, dtype=np.float64)
     l2s, theta0s = np.asarray(l2s, dtype=np.float64), np.asarray(theta0s, dtype=np.float64)
+    R = len(noises)
+    slots = np.arange(R) % LOCKSTEP_REPS if slots is None else np.asarray(slots, dtype=np.int64)
     out = np.empty_like(noises)
     tol = sensitivity_grad_norm_tol(n, error_fraction)
-    for a in range(0, len(noises), batch):
-        out[a : a + batch] = fit_softmax_lockstep(X, y, n_classes, l2s[a : a + batch], noises[a : a + batch] / n,
-                                                  theta0s[a : a + batch], grad_norm_tol=tol, maxiter=maxiter,
-                                                  float32=float32)
+    for b in lockstep_batches(l2s.tolist(), slots.tolist()):
+        out[b] = fit_softmax_lockstep(X, y, n_classes, l2s[b], noises[b] / n, theta0s[b], grad_norm_tol=tol,
+                                      maxiter=maxiter, float32=float32, slots=slots[b], n_slots=LOCKSTEP_REPS,
+                                      blas_threads=1)
     return out
 
 
@@ -157,7 +182,7 @@ class LossPerturbation(Method):
         Setting("regularizer", "loss_perturbation", schema={"enum": ["code_max", "paper_sum"]}),
         Setting("neighbouring", "loss_perturbation", default="replace_one",
                 schema={"enum": ["replace_one", "add_remove"]}),
-        Setting("float32", "lbfgs", default=False, type="boolean"),
+        Setting("float32", "lbfgs", default=True, type="boolean"),
     )
     style = dict(color="tab:blue", marker="o")
 
@@ -166,7 +191,8 @@ class LossPerturbation(Method):
         l2 = loss_perturbation_l2(self.settings["regularizer"], rho, problem.n_train, float(tuned))
         # the effective l2 is the key: CV values that collapse to the same objective share cells
         return {"l2_effective": l2, "error_fraction": self.settings["error_fraction"],
-                "maxiter": self.settings["maxiter"], "neighbouring": self.settings.get("neighbouring", "replace_one")}
+                "maxiter": self.settings["maxiter"], "neighbouring": self.settings.get("neighbouring", "replace_one"),
+                "float32": bool(self.settings.get("float32", True))}
 
     def train(self, X, y, n_classes, epsilon, delta, rng):
         """Loss perturbation at the settings' CV value ``l2`` (effective l2 from ``regularizer``), warm-started at
@@ -199,7 +225,8 @@ class LossPerturbation(Method):
         thetas = loss_perturbation_fit_many(
             problem.X_train, problem.y_train, problem.n_classes, np.stack([b for b, _, _ in draws]),
             [c.param["l2_effective"] for c in cells], np.stack([warm[c.param["l2_effective"]] for c in cells]),
-            error_fraction=p["error_fraction"], maxiter=p["maxiter"], float32=bool(self.settings.get("float32", False)))
+            error_fraction=p["error_fraction"], maxiter=p["maxiter"], float32=bool(self.settings.get("float32", True)),
+            slots=[(c.rep or 0) % LOCKSTEP_REPS for c in cells])
         out = []
         for cell, theta, (_, kind, scale) in zip(cells, thetas, draws):
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),

@@ -22,7 +22,9 @@ def _old_make_method(cfg: dict, name: str, **overrides):
     lb = {"error_fraction": 0.01, "maxiter": 2000, "subsagg_maxiter": 100, **cfg.get("lbfgs", {})}
     cls = REGISTRY.get(name)
     if name == "loss_perturbation":
-        return cls(error_fraction=lb["error_fraction"], maxiter=lb["maxiter"], **cfg["loss_perturbation"])
+        # lbfgs.float32 (default true) is part of loss perturbation's cells since the bit-reproducible float32 stacks
+        return cls(error_fraction=lb["error_fraction"], maxiter=lb["maxiter"], float32=lb.get("float32", True),
+                   **cfg["loss_perturbation"])
     if name == "subsample_aggregate":
         return cls(n_models=int(overrides.get("n_models", cfg["subsagg_models"])), maxiter=lb["subsagg_maxiter"],
                    **cfg["subsample_aggregate"])

@@ -105,15 +105,31 @@ def test_maxiter_and_unreachable_tolerance():
         lm.fit_softmax_lockstep(X, y, C, l2[:2], linear, theta0, grad_norm_tol=1e-14, maxiter=2)
 
 
-def test_batch_invariance():
-    """float64: a model's result is bit for bit the same alone or in batches of other sizes and compositions."""
-    float32 = False
+@pytest.mark.parametrize("float32", [False, True])
+def test_batch_invariance(float32):
+    """A model's result is bit for bit the same alone or in batches of other sizes, compositions and orders
+    (float64: packed; float32: each model in its own slot of a fixed stack), on 1 BLAS thread whatever the
+    caller's thread count."""
+    from threadpoolctl import threadpool_limits
+
     X, y, C, l2, linear, theta0 = _problems()
+    X, y = unit_ball_data(1200, 12, C, 7)  # large enough for a multi-threaded GEMM
     tol = 1e-7
-    alone = [lm.fit_softmax_lockstep(X, y, C, l2[r], linear[r][None], theta0[r], grad_norm_tol=tol,
-                                     float32=float32)[0] for r in range(5)]
-    for order in ([0, 1, 2, 3, 4], [3, 1], [4, 0, 2]):
-        got = lm.fit_softmax_lockstep(X, y, C, l2[order], linear[order], theta0[order], grad_norm_tol=tol,
-                                      float32=float32)
+
+    def solve(order, threads):
+        with threadpool_limits(threads):
+            return lm.fit_softmax_lockstep(X, y, C, l2[order], linear[order], theta0[order], grad_norm_tol=tol,
+                                           float32=float32, slots=order, n_slots=5, blas_threads=1)
+
+    alone = [solve([r], 1)[0] for r in range(5)]
+    for order, threads in (([0, 1, 2, 3, 4], 2), ([3, 1], 1), ([4, 0, 2], 2)):
+        got = solve(order, threads)
         for i, r in enumerate(order):
             np.testing.assert_array_equal(got[i], alone[r])
+
+
+def test_slots_are_checked():
+    X, y, C, l2, linear, theta0 = _problems(R=2)
+    for slots, n_slots in (([0, 0], 2), ([0, 2], 2), ([1], 2)):
+        with pytest.raises(ValueError, match="slots"):
+            lm.SharedDesign(X, y, C, l2[:2], linear[:2], n_models=2, float32=True, slots=slots, n_slots=n_slots)

@@ -63,3 +63,44 @@ def test_lockstep_group_equals_one_cell_at_a_time(tmp_path, float32):
         acc_old = float(np.mean(np.argmax(problem.X_eval @ old, 1) == problem.y_eval))
         assert abs(row["accuracy"] - acc_old) <= 0.01
         assert row["solver_error_bound"] == pytest.approx(tol / p["l2_effective"])
+
+
+def test_float32_is_the_default_and_in_the_cell_key():
+    problem = _problem()
+    on = lp.LossPerturbation(regularizer="code_max", error_fraction=0.01, maxiter=2000)
+    off = lp.LossPerturbation(regularizer="code_max", error_fraction=0.01, maxiter=2000, float32=False)
+    assert on.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).param["float32"] is True
+    assert next(st.default for st in lp.LossPerturbation.settings_spec if st.name == "float32") is True
+    assert on.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key != off.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_a_cell_does_not_depend_on_the_cells_computed_with_it(tmp_path, float32):
+    """Resumed runs (part of a group cached), shards and cells shared by two figures hand run_group a subset of
+    a group, in any order: every cell's row is bit for bit the one computed with the whole group."""
+    problem = _problem()
+    method = lp.LossPerturbation(regularizer="code_max", neighbouring="replace_one", error_fraction=0.01,
+                                 maxiter=2000, float32=float32)
+    cells = [method.make_cell(problem, lam, 1.0, 0.0, 1, r) for lam in (1e-3, 1e-1) for r in range(4)]
+    ctx = Context(store=Store(tmp_path), seed=3)
+    full = dict(zip([c.key for c in cells], method.run_group(problem, cells, ctx)))
+    for subset in ([cells[2]], [cells[7], cells[1], cells[4]], cells[::-1]):
+        for cell, row in zip(subset, method.run_group(problem, subset, ctx)):
+            assert row == full[cell.key]
+    # the released θ itself: a model alone in its slot equals the model solved with its block
+    n = problem.n_train
+    warm = np.stack([fit_softmax(problem.X_train, problem.y_train, 3, 0.05, grad_norm_tol=1e-6)] * 4)
+    noises = np.stack([lp.loss_perturbation_draw(np.random.default_rng(r), 1.0, 0.0, 3, "replace_one",
+                                                 warm[0].shape)[0] for r in range(4)])
+    kw = dict(error_fraction=0.01, maxiter=2000, float32=float32)
+    together = lp.loss_perturbation_fit_many(problem.X_train, problem.y_train, 3, noises, [0.05] * 4, warm, **kw)
+    for r in range(4):
+        alone = lp.loss_perturbation_fit_many(problem.X_train, problem.y_train, 3, noises[r:r + 1], [0.05],
+                                              warm[r:r + 1], slots=[r], **kw)
+        np.testing.assert_array_equal(alone[0], together[r])
+        g = softmax_objective(together[r].ravel(), problem.X_train, problem.y_train, 0.05, noises[r] / n)[1]
+        assert np.linalg.norm(g) <= sensitivity_grad_norm_tol(n, 0.01)  # the float64 certificate
+
+
+def test_lockstep_batches():
+    assert lp.lockstep_batches([1.0, 2.0, 1.0, 2.0, 1.0], [0, 0, 1, 1, 0]) == [[0, 2], [1, 3], [4]]

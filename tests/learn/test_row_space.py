@@ -1,0 +1,37 @@
+"""fit_softmax_many(method="row_space"): each member solved in the row space of its block (orthonormal
+coordinates) follows the same L-BFGS-B iterates as the member solved in θ-space."""
+
+import numpy as np
+import pytest
+from synthetic import unit_ball_data
+
+from dpbench.learn import fit_softmax_many, softmax_objective
+
+
+@pytest.mark.parametrize("l2, gtol", [(0.0, 1e-4), (1e-2, 1e-7)])
+def test_row_space_follows_the_separate_fits(l2, gtol):
+    X, y = unit_ball_data(6 * 30, 60, 4, 11)  # blocks of 30 rows, 60 features: n < D
+    Xs, ys = X.reshape(6, 30, 60), y.reshape(6, 30)
+    ref, rinfo = fit_softmax_many(Xs, ys, 4, l2, gtol=gtol, maxiter=100, return_info=True)
+    got, info = fit_softmax_many(Xs, ys, 4, l2, gtol=gtol, maxiter=100, method="row_space", return_info=True)
+    for t in range(6):
+        assert (info[t].n_iter, info[t].converged) == (rinfo[t].n_iter, rinfo[t].converged)
+        assert info[t].message.replace("_", " ") == rinfo[t].message.replace("_", " ")
+        np.testing.assert_allclose(got[t], ref[t], rtol=0, atol=1e-7 * np.abs(ref[t]).max())
+        g = softmax_objective(got[t].ravel(), Xs[t], ys[t], l2)[1]
+        assert info[t].grad_max == pytest.approx(np.abs(g).max(), rel=1e-6)
+        if info[t].message.startswith("CONVERGENCE: NORM"):
+            assert np.abs(g).max() <= gtol * (1 + 1e-9)
+        np.testing.assert_array_equal(np.argmax(X @ got[t], 1), np.argmax(X @ ref[t], 1))
+
+
+def test_row_space_falls_back_on_dependent_rows_and_maxiter():
+    X, y = unit_ball_data(2 * 30, 60, 3, 12)
+    Xs, ys = X.reshape(2, 30, 60).copy(), y.reshape(2, 30).copy()
+    Xs[1, 5] = Xs[1, 4]  # a repeated row: X_b X_bᵀ is singular, member 1 is solved in θ-space
+    ref, rinfo = fit_softmax_many(Xs, ys, 3, 0.0, maxiter=5, return_info=True)
+    got, info = fit_softmax_many(Xs, ys, 3, 0.0, maxiter=5, method="row_space", return_info=True)
+    np.testing.assert_array_equal(got[1], ref[1])
+    assert [i.n_iter for i in info] == [i.n_iter for i in rinfo] == [5, 5]
+    assert not any(i.converged for i in info)
+    np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-9 * np.abs(ref[0]).max())
