@@ -307,3 +307,23 @@ def test_output_perturbation_ceiling():
     two = beta * np.linalg.norm(erm_ball("logistic", Xd, y, lam, R) - erm_ball("logistic", Xp, y, lam, R))
     assert 0.89 * ceiling < one < 0.92 * ceiling
     assert 0.98 * ceiling < two <= ceiling
+
+
+def test_twin_trials_override_and_validation():
+    """``studies.audit.methods.<m>.twin_trials.<twin>`` sets one twin's trials; an unknown twin is named."""
+    import copy
+
+    from dpbench.audit.core import trials_for
+    from dpbench.config import ConfigError
+    from dpbench.studies import audit as A
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    m = cfg["studies"]["audit"]["methods"]["dpsgd_mlp"]
+    assert trials_for(cfg, "dpsgd_mlp") == m["trials"]
+    assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted") == m["twin_trials"]["bug_steps_accounted"]
+    assert trials_for(cfg, "dpsgd_mlp", "noise_x0.5") == m["trials"]
+    assert trials_for(cfg, "ldp_mean", "noise_x0.5") == cfg["studies"]["audit"]["trials"]
+    bad = copy.deepcopy(cfg["studies"]["audit"])
+    bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.3": 10}
+    with pytest.raises(ConfigError, match=r"methods\.dpsgd_mlp\.twin_trials\.noise_x0\.3"):
+        A.validate(bad)
