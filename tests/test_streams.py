@@ -48,3 +48,23 @@ def test_a_problem_preparation_edit_recomputes_vdm2020_cells_with_identical_valu
         vdm2020._problem.cache_clear()
     assert not set(before["cell_key"]) & set(after["cell_key"])          # re-prepared, cells recomputed
     np.testing.assert_array_equal(before["value"].to_numpy(), after["value"].to_numpy())
+
+
+def test_solver_precision_changes_the_cache_key_not_the_noise(tiny_config):
+    """``lbfgs.float32`` picks how loss perturbation is solved, not what is computed: switching it recomputes the
+    cells (new cache keys) with the same noise draws, so the results differ by the solver tolerance only."""
+    import copy
+
+    from dpbench.methods.base import SOLVER_PARAMS, Cell
+
+    a = Cell("m", "p", (("float32", True), ("l2", 0.1)), 1.0, 0.0, None, 0)
+    b = Cell("m", "p", (("float32", False), ("l2", 0.1)), 1.0, 0.0, None, 0)
+    assert a.key != b.key and a.stream_key == b.stream_key and "float32" in SOLVER_PARAMS
+    assert Cell("m", "p", (("l2", 0.1),), 1.0, 0.0, None, 0).stream_key == a.stream_key
+    assert Cell("m", "p", (("float32", True), ("l2", 0.2)), 1.0, 0.0, None, 0).stream_key != a.stream_key
+    cfg = {False: tiny_config, True: copy.deepcopy(tiny_config)}
+    lb = cfg[True]["studies"]["vdm2020"]["lbfgs"]
+    lb["float32"] = not lb.get("float32", True)
+    f64, f32 = (run_series(cfg[k], "vdm2020", "fig1a", "loss_perturbation") for k in (False, True))
+    assert not set(f64["cell_key"]) & set(f32["cell_key"])
+    np.testing.assert_allclose(f64["value"].to_numpy(), f32["value"].to_numpy(), atol=0.02)

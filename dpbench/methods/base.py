@@ -107,6 +107,11 @@ class Context:
         return generator(self.seed, key)
 
 
+#: cell parameters that choose how a cell is solved, not what is computed (e.g. loss perturbation's
+#: ``lbfgs.float32``): part of the cache key, not of the random streams (:attr:`Cell.stream_key`)
+SOLVER_PARAMS = ("float32",)
+
+
 @dataclass(frozen=True)
 class Cell:
     """One unit of work: a method at fixed parameters, privacy budget, inference budget and repetition."""
@@ -136,10 +141,14 @@ class Cell:
     @property
     def stream_key(self) -> str:
         """The key of the cell's random streams: the cell without the code hash, so a code edit that does not
-        change the computation gives the same draws (:func:`dpbench.rng.stream_key`)."""
+        change the computation gives the same draws (:func:`dpbench.rng.stream_key`), and without the
+        :data:`SOLVER_PARAMS` (how a cell is solved, not what: switching the solver's precision keeps the
+        noise, so the two results differ by the solver tolerance only)."""
         from dpbench.rng import stream_key
 
-        return stream_key(self._payload())
+        payload = self._payload()
+        payload["params"] = [list(p) for p in self.params if p[0] not in SOLVER_PARAMS]
+        return stream_key(payload)
 
     @property
     def param(self) -> dict:
