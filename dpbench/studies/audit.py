@@ -191,9 +191,16 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
             h = g[g["variant"] == v]
             mk, col = MARKERS.get(v, ("^", "tab:orange"))
             off = (j - (len(variants) - 1) / 2) * 0.12
-            yerr = np.vstack([h["eps_lower_median"] - h["eps_lower_min"], h["eps_lower_max"] - h["eps_lower_median"]])
-            ax.errorbar(h["claimed_epsilon"] + off, h["eps_lower_median"], yerr=yerr, fmt=mk, color=col, ms=5,
+            med = h["eps_lower_median"].to_numpy()
+            shown = np.minimum(med, 0.95 * top)               # far above the panel: drawn at its top, value written
+            yerr = np.vstack([np.clip(med - h["eps_lower_min"].to_numpy(), 0, None) * (med <= 0.95 * top),
+                              np.clip(h["eps_lower_max"].to_numpy() - med, 0, None) * (med <= 0.95 * top)])
+            ax.errorbar(h["claimed_epsilon"] + off, shown, yerr=yerr, fmt=mk, color=col, ms=5,
                         mfc=col if v == "correct" else "none", capsize=2, label=v)
+            for xv, m_, sv in zip(h["claimed_epsilon"] + off, med, shown):
+                if m_ > sv:
+                    ax.annotate(f"↑{m_:.0f}", (xv, sv), textcoords="offset points", xytext=(4, -3), fontsize=6,
+                                color=col)
         c = g[g["variant"] == "correct"]
         ax.plot(c["claimed_epsilon"], c["eps_pair"], "x", color="k", ms=5, label="ε_pair")
         ax.set_title(g["label"].iloc[0], fontsize=7)
