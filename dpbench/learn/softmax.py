@@ -461,10 +461,11 @@ def _fit_row_space(X, y, n_classes, l2, gtol, ftol, maxiter, maxcor):
     except np.linalg.LinAlgError:
         return None
     x0 = np.zeros(obj.n * obj.C)
-    state = {"gmax": obj.theta_grad_max(x0, obj(x0)[1], gtol), "nit": 0}
+    f0, g0 = obj(x0)
+    state = {"gmax": obj.theta_grad_max(x0, g0, gtol), "nit": 0}
     hit = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
     if state["gmax"] <= gtol:
-        return np.zeros((obj.D, obj.C)), FitInfo(0, 1, float(obj(x0)[0]), state["gmax"], True, hit, 0.0)
+        return np.zeros((obj.D, obj.C)), FitInfo(0, 1, float(f0), state["gmax"], True, hit, 0.0)
 
     def check(intermediate_result):
         state["nit"] += 1
