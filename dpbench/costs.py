@@ -44,6 +44,11 @@ VDM2020_UNIT_COSTS = {
     "mlp_subsagg_rep": 60.0,    # not measured (assumed)
     "mlp_non_private": 20.0,    # not measured (assumed)
 }
+#: Series whose per-group cost is the non-private L2 fit of :func:`dpbench.methods.non_private.trained_softmax`
+#: (one cached artefact per problem, split and λ, computed once under a process lock whichever series asks
+#: first): ``dpbench plan`` counts each such fit of the tuning phase once per study. (Final fits are at the λ
+#: each series chose, so they are counted per series; loss perturbation's warm start is not charged to it.)
+SHARED_NP_FIT_SERIES = ("model_sensitivity", "prediction_sensitivity", "non_private")
 #: Seconds a Snakemake job spends starting (imports, DAG check) before its first cell.
 JOB_OVERHEAD_S = 5.0
 _N_REF = 60_000
@@ -86,7 +91,7 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
         shape *= problem["n_classes"] / 10
     if series == "loss_perturbation":
         return 0.0, lp * shape
-    if series in ("model_sensitivity", "prediction_sensitivity", "non_private"):
+    if series in SHARED_NP_FIT_SERIES:
         fit = lp * u["np_fit_54k"] / u["lp_54k"] * shape
         return fit, 0.002 * fit
     if series == "subsample_aggregate":

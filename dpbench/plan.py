@@ -8,7 +8,7 @@ largest tuning shard, then its largest final shard), plus a start-up of a few se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dpbench import costs, shards
 from dpbench import workflow as W
@@ -26,6 +26,8 @@ class FigurePlan:
     chain_s: float
     modelled: bool        # cells costed from unit costs
     measured: bool        # else: from a measured study total (False: resources.default_cpu_minutes)
+    shared: dict = field(default_factory=dict)  # artefacts shared across series (key -> CPU-s), counted once here
+    shared_saved_s: float = 0.0  # CPU-s of the repeats of those artefacts within the figure (not in cpu_s)
 
 
 def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
@@ -34,10 +36,16 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
     measured = modelled
     jobs = 1  # the plot
     cells, cpu, largest, unsharded, chain = 0, 0.0, 0.0, 0.0, 0.0
+    shared: dict = {}
+    saved = 0.0
     for m in names:
         if modelled:
             sp = shards.plan(config, study, figure, m)
             s_cpu = sum(s.cpu_s for s in sp.all)
+            for s in sp.all:   # a fit another series of this figure already paid for is not paid again
+                for key, cost in s.shared.items():
+                    saved += cost if key in shared else 0.0
+                    shared.setdefault(key, cost)
             cells += sum(s.cells for s in sp.all)
             if shards.enabled(config, study):
                 jobs += len(sp.all) + 1
@@ -58,8 +66,8 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
     threads = W.series_threads(config, study, figure, names[0]) if names else 1
     if not chain:
         chain = largest / threads
-    return FigurePlan(study, figure, jobs, cells if modelled else None, cpu, largest, unsharded, chain, modelled,
-                      measured)
+    return FigurePlan(study, figure, jobs, cells if modelled else None, cpu - saved, largest, unsharded, chain, modelled,
+                      measured, shared, saved)
 
 
 def plan(config: dict) -> list[FigurePlan]:
@@ -77,6 +85,8 @@ def report(config: dict, cores: int) -> str:
     lines = [f"{'study/figure':34s} {'jobs':>6s} {'cells':>9s} {'CPU-h':>8s} {'largest job':>12s} "
              f"{'unsharded':>10s}", "-" * 84]
     by_study: dict = {}
+    seen: dict = {}
+    saved = 0.0   # repeats across figures of a study
     for r in rows:
         cells = f"{r.cells:9d}" if r.cells is not None else f"{'-':>9s}"
         flag = "" if r.modelled else " +" if r.measured else " *"
@@ -86,12 +96,17 @@ def report(config: dict, cores: int) -> str:
         agg[0] += r.jobs
         agg[1] += r.cells or 0
         agg[2] += r.cpu_s
+        for key, cost in r.shared.items():   # paid by an earlier figure of the study (the cache is shared)
+            if (r.study, key) in seen:
+                agg[2] -= cost
+                saved += cost
+            seen[(r.study, key)] = cost
         agg[3] = max(agg[3], r.largest_job_s)
     lines.append("-" * 84)
     for st, (j, c, cpu, big) in by_study.items():
         lines.append(f"{st:34s} {j:6d} {c if c else '-':>9} {_h(cpu):>8s} {big / 60:9.1f} min")
     jobs = sum(r.jobs for r in rows) + other_jobs
-    cpu = sum(r.cpu_s for r in rows)
+    cpu = sum(r.cpu_s for r in rows) - saved
     chain = max(r.chain_s for r in rows) if rows else 0.0
     wall = max(cpu / cores, chain) + jobs * costs.JOB_OVERHEAD_S / cores
     largest = max(r.largest_job_s for r in rows) if rows else 0.0
@@ -104,6 +119,10 @@ def report(config: dict, cores: int) -> str:
                   f"(unsharded {unsharded / 60:.1f} CPU-min)",
               f"projected wall time on {cores} cores: {wall / 3600:.1f} h "
               f"(max of CPU-hours / cores and the longest dependent chain, {chain / 3600:.2f} h)"]
+    if seen:
+        lines.append(f"shared non-private fits (tuning phase) counted once per study: {len(seen)} fits; figure rows "
+                     f"count a fit once per figure, the study and total rows once "
+                     f"({_h(saved + sum(r.shared_saved_s for r in rows))} CPU-h less than once per series)")
     if any(not r.modelled and r.measured for r in rows):
         lines.append("+ no cell cost model for this study: series costed from a measured study total "
                      "(dpbench/costs.py STUDY_SERIES_CPU_MIN)")

@@ -26,10 +26,13 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dpbench.costs import vdm2020_cell_cpu_s
+from dpbench.costs import SHARED_NP_FIT_SERIES, vdm2020_cell_cpu_s
 from dpbench.studies import STUDIES
 
 ORDER = "_order"  # column of a final shard's rows: the row's position in the unsharded series
+#: tag of a fixed cost that is a trained artefact shared by series of a study (the non-private L2 fit at one
+#: (problem, split, λ), cached once on disk under a process lock): ``dpbench plan`` counts each such key once
+SHARED_FIT = "shared_fit"
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Shard:
     cpu_s: float                  # projected CPU-seconds
     units: list = field(default_factory=list)   # tuning: (key, value index, r0, r1); final: (setting, cell, r0, r1)
     cells: int = 0                # cells computed (distinct cell keys)
+    shared: dict = field(default_factory=dict)  # fixed costs this shard pays that other series may share (key -> s)
 
 
 @dataclass
@@ -110,22 +114,36 @@ def _classes(method, idents: list) -> list[list]:
     return list(out.values())
 
 
-def _pack(units: list, costs: list[float], fixed: list[float], limit: float) -> list[tuple[list, float]]:
+def _pack(units: list, costs: list[float], fixed: list[float], limit: float) -> list[tuple[list, float, dict]]:
     """Consecutive units into blocks of at most ``limit`` (a block pays the fixed cost of each distinct
-    ``fixed`` entry once; a unit above the limit is a block alone)."""
-    out, cur, cur_s, seen = [], [], 0.0, set()
+    ``fixed`` entry once; a unit above the limit is a block alone). Returns (units, cost, {fixed key: cost paid})."""
+    out, cur, cur_s, seen = [], [], 0.0, {}
     for u, c, (fk, fs) in zip(units, costs, fixed):
         add = c + (fs if fk not in seen else 0.0)
         if cur and cur_s + add > limit:
-            out.append((cur, cur_s))
-            cur, cur_s, seen = [], 0.0, set()
+            out.append((cur, cur_s, seen))
+            cur, cur_s, seen = [], 0.0, {}
             add = c + fs
         cur.append(u)
         cur_s += add
-        seen.add(fk)
+        seen.setdefault(fk, fs)
     if cur:
-        out.append((cur, cur_s))
+        out.append((cur, cur_s, seen))
     return out
+
+
+def fixed_key(series: str, method, setting, split: str, value) -> tuple | None:
+    """The study-wide key of a unit's fixed cost when it is the non-private L2 fit that several series share
+    (:data:`dpbench.costs.SHARED_NP_FIT_SERIES`; one artefact per problem, split, λ and stopping rule), else None."""
+    if series not in SHARED_NP_FIT_SERIES:
+        return None
+    rule = tuple((k, method.settings.get(k)) for k in ("error_fraction", "maxiter"))
+    return (SHARED_FIT, setting[0], split, float(value), rule)
+
+
+def _shared(paid: dict) -> dict:
+    """The entries of a block's paid fixed costs that are shared with other series (keys tagged SHARED_FIT)."""
+    return {k: v for k, v in paid.items() if isinstance(k, tuple) and k and k[0] == SHARED_FIT and v > 0}
 
 
 _MEMO: dict = {}
@@ -166,7 +184,8 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
                         r1 = min(cv_reps, r0 + k)
                         tunits.append((len(keys) - 1, vi, r0, r1))
                         tcosts.append((r1 - r0) * cell_s)
-                        tfixed.append(((p.setting, vi), fixed_s))
+                        tfixed.append((fixed_key(series, m, p.setting, "validation", grid[vi]) or (p.setting, vi),
+                                       fixed_s))
         if m.supports(p.epsilon, p.delta, p.budget) is not None:
             continue
         if p.setting not in per_setting:
@@ -175,8 +194,8 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
         if _ident(m, p) not in per_setting[p.setting]:
             per_setting[p.setting].append(_ident(m, p))
     classes = {st_: _classes(methods[st_], idents) for st_, idents in per_setting.items()}
-    tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u))
-              for i, (u, s) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
+    tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u), _shared(paid))
+              for i, (u, s, paid) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
     reps = cfg["repetitions"]
     funits, fcosts, ffixed = [], [], []
     for si, setting in enumerate(settings):
@@ -197,7 +216,7 @@ def plan(config: dict, study: str, figure: str, series: str) -> SeriesShards:
     final = [Shard(f"f{i:03d}", s_, u, sum(len(classes[settings[si]][ci]) * (r1 - r0 if "rep" in
                                                                               methods[settings[si]].depends_on else 1)
                                             for si, ci, r0, r1 in u))
-             for i, (u, s_) in enumerate(_pack(funits, fcosts, ffixed, limit))]
+             for i, (u, s_, _paid) in enumerate(_pack(funits, fcosts, ffixed, limit))]
     out = SeriesShards(keys, grids, settings, [classes[st_] for st_ in settings], tuning, final)
     _MEMO[memo_key] = out
     return out

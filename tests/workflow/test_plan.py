@@ -26,3 +26,25 @@ def test_plan_command_on_the_default_config(capsys):
     assert main(["plan", "--cores", "2"]) == 0
     out = capsys.readouterr().out
     assert "CPU-hours" in out and "largest job" in out
+
+
+def test_plan_counts_the_shared_non_private_fits_once(tiny_config):
+    """Model sensitivity, prediction sensitivity and the non-private baseline tune λ on the same cached
+    non-private fits (one artefact per problem, split and λ): the figure and study totals pay each fit once."""
+    cfg = copy.deepcopy(tiny_config)
+    cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 20}
+    names = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "non_private")
+    per = {m: shards.plan(cfg, "vdm2020", "fig1a", m) for m in names}
+    keys = {m: {k: c for s in per[m].all for k, c in s.shared.items()} for m in names}
+    assert keys["model_sensitivity"] and keys["model_sensitivity"] == keys["prediction_sensitivity"] == keys["non_private"]
+    assert not keys["loss_perturbation"] and not keys["subsample_aggregate"]
+    once = sum(keys["non_private"].values())
+    fp = figure_plan(cfg, "vdm2020", "fig1a")
+    total = sum(s.cpu_s for m in names for s in per[m].all)
+    assert abs(fp.shared_saved_s - 2 * once) < 1e-6 * once
+    assert abs(fp.cpu_s - (total - 2 * once)) < 1e-6 * total
+    # fig1b tunes on the same problem: its fits are not paid again in the study total
+    fp_b = figure_plan(cfg, "vdm2020", "fig1b")
+    assert set(fp_b.shared) == set(fp.shared)
+    text = report(cfg, 2)
+    assert "shared non-private fits" in text
