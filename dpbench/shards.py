@@ -137,7 +137,7 @@ def fixed_key(series: str, method, setting, split: str, value) -> tuple | None:
     (:data:`dpbench.costs.SHARED_NP_FIT_SERIES`; one artefact per problem, split, λ and stopping rule), else None."""
     if series not in SHARED_NP_FIT_SERIES:
         return None
-    rule = tuple((k, method.settings.get(k)) for k in ("error_fraction", "maxiter"))
+    rule = tuple((k, method.settings.get(k)) for k in ("error_fraction", "maxiter", "precondition"))
     return (SHARED_FIT, setting[0], split, float(value), rule)
 
 

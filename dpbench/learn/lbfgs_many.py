@@ -48,10 +48,11 @@ import time
 
 import numpy as np
 
-from dpbench.learn.softmax import EXP_FLOOR, FitInfo, _check_training, blas_thread_limit
+from dpbench.learn.softmax import (EXP_FLOOR, FitInfo, KroneckerWhitening, _check_training, blas_thread_limit,
+                                   softmax_curvature)
 
-__all__ = ["lbfgs_many", "fit_softmax_lockstep", "SharedDesign", "BlockDesign", "FLOAT32_SWITCH",
-           "FLOAT32_MAX_BYTES"]
+__all__ = ["lbfgs_many", "fit_softmax_lockstep", "SharedDesign", "BlockDesign", "Preconditioned", "softmax_curvature",
+           "FLOAT32_SWITCH", "FLOAT32_MAX_BYTES"]  # softmax_curvature re-exported from dpbench.learn.softmax
 
 #: a float32 model moves to float64 once its single-precision gradient norm is at most this many τ
 FLOAT32_SWITCH = 30.0
@@ -204,6 +205,33 @@ class BlockDesign:
         return self.penalty.add(idx, thetas, ce / n, grad)
 
 
+class Preconditioned:
+    """A lockstep evaluator in the whitened coordinates φ of :class:`dpbench.learn.softmax.KroneckerWhitening`
+    (L-BFGS on φ = L-BFGS on θ with initial inverse Hessian (A ⊗ B + l2·I)⁻¹, the Kronecker-factored
+    curvature of :func:`dpbench.learn.softmax.softmax_curvature` plus the L2 term). Returns ``(f, ∇_φ J,
+    ‖∇_θ J‖₂)``: the stopping rule certifies the θ-gradient, so the certificate ‖∇J(θ̂)‖₂ ≤ τ is unchanged.
+    Each model is transformed on its own (batch-invariant bits)."""
+
+    def __init__(self, inner, curvature: dict, l2: float):
+        self.inner = inner
+        self.R, self.D, self.C = inner.R, inner.D, inner.C
+        self.has_float32 = inner.has_float32
+        self.w = KroneckerWhitening(curvature, l2, self.D, self.C)
+
+    def _map(self, xs, fn):
+        return np.stack([fn(x) for x in xs]) if len(xs) else xs.copy()
+
+    def to_theta(self, phis):
+        return self._map(phis, self.w.to_theta)
+
+    def to_phi(self, thetas):
+        return self._map(thetas, self.w.to_phi)
+
+    def __call__(self, idx, phis, single=False):
+        f, g = self.inner(idx, self.to_theta(phis), single)
+        return f, self._map(g, self.w.grad_to_phi), np.linalg.norm(g, axis=1)
+
+
 def _two_loop(g, S, Y, rho, head, filled, idx):
     """L-BFGS direction −H g for the models ``idx`` (g: their gradients, (k, P)) from the per-model ring
     memories S, Y (R, m, P) (newest pair at slot head−1), 1/(sᵀy) in rho (R, m) and the number of stored
@@ -255,7 +283,9 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
     """Minimise R independent objectives in lockstep (module docstring).
 
     ``evaluate(idx, X (k, P), single)`` returns ``(f (k,), G (k, P))`` (float64) for the models ``idx``
-    (``single``: float32 arithmetic allowed); ``x0`` (R, P) the starts. With ``grad_norm_tol`` (a number or
+    (``single``: float32 arithmetic allowed), or ``(f, G, norms (k,))`` with the gradient norms that
+    ``grad_norm_tol`` tests (a :class:`Preconditioned` evaluator: the norms in the original parameters);
+    ``x0`` (R, P) the starts. With ``grad_norm_tol`` (a number or
     (R,) array): stop model r at the first evaluated point with float64 ‖∇J_r‖₂ ≤ τ_r, within
     ``maxiter·(restarts+1)`` iterations, the curvature memory reset after a failed line search (at most
     ``restarts`` times); ``RuntimeError`` if a model cannot reach it. Otherwise scipy L-BFGS-B's rules: stop at
@@ -292,13 +322,16 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
         act = np.flatnonzero(~done)
         if not act.size:
             break
-        ft, gt = np.empty(act.size), np.empty((act.size, P))
+        ft, gt, gn = np.empty(act.size), np.empty((act.size, P)), np.empty(act.size)
         for prec in (True, False):
             sel = np.flatnonzero(single[act] == prec)
             if sel.size:
-                ft[sel], gt[sel] = evaluate(act[sel], xt[act[sel]], prec)
+                res = evaluate(act[sel], xt[act[sel]], prec)
+                ft[sel], gt[sel] = res[0], res[1]
+                # the norm the stopping rule certifies: ‖∇J‖₂ in the original parameters (a preconditioned
+                # evaluator returns it as a third element), else the norm of the gradient it returns
+                gn[sel] = res[2] if len(res) > 2 else np.linalg.norm(res[1], axis=1)
         nfev[act] += 1
-        gn = np.linalg.norm(gt, axis=1)
         keep = np.ones(act.size, bool)
         if by_norm:
             for i in np.flatnonzero(~single[act] & (gn < best_norm[act])):
@@ -408,7 +441,7 @@ def lbfgs_many(evaluate, x0, *, grad_norm_tol=None, gtol=1e-5, ftol=2.2204460492
 
 def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_models=None, grad_norm_tol=None,
                          gtol=1e-5, ftol=2.220446049250313e-09, maxiter=2000, maxcor=10, float32=False,
-                         slots=None, n_slots=None, blas_threads=None, return_info=False):
+                         slots=None, n_slots=None, blas_threads=None, precondition=None, return_info=False):
     """Fit R softmax models in lockstep (module docstring): the lockstep counterpart of R calls of
     :func:`dpbench.learn.fit_softmax` with the same stopping rule.
 
@@ -418,7 +451,9 @@ def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_mod
     [0, ``n_slots``); default: 0…R−1 of R) place the models in the fixed float32 stack (module docstring:
     a model's float32 iterates depend only on its own problem, its slot and ``n_slots``). ``blas_threads``: BLAS
     threads during the solve (None = unchanged; results are only bit-reproducible at a fixed count — 1 gives
-    the batch invariance). Returns θ (R, D, C) or ``(θ, [FitInfo] * R)``."""
+    the batch invariance). ``precondition``: None or :func:`softmax_curvature` near the solution — iterate in
+    whitened coordinates (:class:`Preconditioned`, with the models' common ``l2``); the stopping rule still
+    certifies ‖∇_θ J‖₂ (with ``grad_norm_tol``; shared X only). Returns θ (R, D, C) or ``(θ, [FitInfo] * R)``."""
     X = np.asarray(X) if not isinstance(X, np.ndarray) else X
     C = int(n_classes)
     if X.ndim == 3:
@@ -439,8 +474,17 @@ def fit_softmax_lockstep(X, y, n_classes, l2, linear=None, theta0=None, *, n_mod
     else:
         x0 = np.broadcast_to(np.asarray(theta0, dtype=np.float64).reshape(-1, P), (R, P)).copy()
     with blas_thread_limit(blas_threads):
+        if precondition is not None:
+            l2s = np.broadcast_to(np.asarray(l2, dtype=np.float64), (R,))
+            if X.ndim == 3 or grad_norm_tol is None or not (l2s == l2s[0]).all():
+                raise ValueError("precondition needs a shared X, one l2 for all models and grad_norm_tol (the "
+                                 "certified stopping rule)")
+            ev = Preconditioned(ev, precondition, float(l2s[0]))
+            x0 = ev.to_phi(x0)
         xs, infos = lbfgs_many(ev, x0, grad_norm_tol=grad_norm_tol, gtol=gtol, ftol=ftol, maxiter=maxiter,
                                maxcor=maxcor, float32=ev.has_float32)
+        if precondition is not None:
+            xs = ev.to_theta(xs)
     theta = xs.reshape(R, D, C)
     if not math.isfinite(float(np.abs(theta).max())):
         raise FloatingPointError("lockstep L-BFGS produced non-finite parameters")

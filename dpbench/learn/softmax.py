@@ -147,11 +147,12 @@ def _ce_transposed(ZT: np.ndarray, flat_true: np.ndarray) -> float:
     """
     ZT -= ZT.max(axis=-2, keepdims=True)
     flat = ZT.reshape(-1)  # view (ZT is contiguous)
-    true_logit_sum = flat[flat_true].sum()
-    np.maximum(ZT, EXP_FLOOR, out=ZT)  # no subnormals downstream (they slow BLAS ~10x); see EXP_FLOOR
+    true_logit_sum = flat[flat_true].sum(dtype=np.float64)
+    # no subnormals downstream (they slow BLAS ~10x); see EXP_FLOOR (float32: e^-87 is its smallest normal)
+    np.maximum(ZT, EXP_FLOOR if ZT.dtype == np.float64 else -87.0, out=ZT)
     np.exp(ZT, out=ZT)
     s = ZT.sum(axis=-2, keepdims=True)
-    loss_sum = float(np.log(s).sum() - true_logit_sum)
+    loss_sum = float(np.log(s).sum(dtype=np.float64) - true_logit_sum)  # float64 sums also for float32 logits
     ZT /= s
     flat[flat_true] -= 1.0
     return loss_sum
@@ -186,6 +187,30 @@ class _Objective:
         loss_sum = _ce_transposed(ZT, self.flat_true)
         gradT = ZT @ self.X  # (C, D)
         grad = gradT.T * (1.0 / self.n)
+        value = loss_sum / self.n
+        if self.l2:
+            value += 0.5 * self.l2 * float(np.vdot(theta, theta))
+            grad += self.l2 * theta
+        if self.linear is not None:
+            value += float(np.vdot(self.linear, theta))
+            grad += self.linear
+        return value, np.ascontiguousarray(grad).reshape(-1)
+
+
+class _Objective32(_Objective):
+    """:class:`_Objective` with single-precision products (a float32 copy of X and θ; the loss and gradient
+    sums accumulated in float64, returned as float64): about half the CPU of the float64 evaluation on
+    blocks of thousands of rows (memory traffic), for fits whose result needs no float64 certificate."""
+
+    def __init__(self, X, y, n_classes, l2, linear):
+        super().__init__(X, y, n_classes, l2, linear)
+        self.X32 = self.X.astype(np.float32)
+
+    def __call__(self, theta_flat):
+        theta = np.asarray(theta_flat, dtype=np.float64).reshape(self.D, self.C)
+        ZT = theta.T.astype(np.float32) @ self.X32.T  # (C, n), C-contiguous
+        loss_sum = _ce_transposed(ZT, self.flat_true)
+        grad = (ZT @ self.X32).T.astype(np.float64) * (1.0 / self.n)
         value = loss_sum / self.n
         if self.l2:
             value += 0.5 * self.l2 * float(np.vdot(theta, theta))
@@ -239,6 +264,78 @@ def _lbfgs(fun, x0, gtol, ftol, maxiter, maxcor):
     return res.x, info
 
 
+def softmax_curvature(X, theta, *, row_chunk: int = 4096) -> dict[str, np.ndarray]:
+    """Kronecker-factored curvature of mean CE at ``theta`` (D, C) (K-FAC, Martens & Grosse 2015):
+    ∇²(mean CE) ≈ A ⊗ B with A = Σ_n w_n x_n x_nᵀ / N (w_n = mean_c p_nc(1 − p_nc)) and B = (diag(p̄) −
+    Σ_n p_n p_nᵀ / N) / w̄ (C × C; B·1 = 0, the softmax's shift invariance). At θ = 0 it is exact: A ⊗ B =
+    XᵀX/N ⊗ (I/C − 11ᵀ/C²). Returns the eigendecompositions ``{"U", "a", "V", "b"}`` (A = U diag(a) Uᵀ,
+    B = V diag(b) Vᵀ). X is read in fixed row chunks (no copy of a memory-mapped X; the same bits whatever the
+    caller), float64."""
+    X = np.asarray(X) if not isinstance(X, np.ndarray) else X
+    n, D = X.shape
+    theta = np.asarray(theta, dtype=np.float64).reshape(D, -1)
+    C = theta.shape[1]
+    A, PP, psum, wsum = np.zeros((D, D)), np.zeros((C, C)), np.zeros(C), 0.0
+    for s in range(0, n, row_chunk):
+        Xc = np.asarray(X[s : s + row_chunk], dtype=np.float64)
+        P = Xc @ theta
+        P -= P.max(axis=1, keepdims=True)
+        np.exp(P, out=P)
+        P /= P.sum(axis=1, keepdims=True)
+        w = (P * (1.0 - P)).mean(axis=1)
+        A += Xc.T @ (w[:, None] * Xc)
+        PP += P.T @ P
+        psum += P.sum(axis=0)
+        wsum += float(w.sum())
+    A /= n
+    B = (np.diag(psum / n) - PP / n) / max(wsum / n, 1e-300)
+    a, U = np.linalg.eigh((A + A.T) / 2)
+    b, V = np.linalg.eigh((B + B.T) / 2)
+    return {"U": U, "a": np.maximum(a, 0.0), "V": V, "b": np.maximum(b, 0.0)}
+
+
+class KroneckerWhitening:
+    """Whitened coordinates φ of θ (D, C): θ = U (φ ⊙ S) Vᵀ with S_ij = (a_i b_j + l2)^(−1/2), from a
+    :func:`softmax_curvature` ``{"U", "a", "V", "b"}``. L-BFGS on φ is L-BFGS on θ with initial inverse
+    Hessian (A ⊗ B + l2·I)⁻¹: the L2-regularised softmax is badly conditioned (its curvature spans orders of
+    magnitude across feature and class directions, which a scalar initial Hessian learns only slowly), and
+    this cuts the iterations several-fold (measured on MNIST: 143 → 28 for a fit from 0 at λ = 10⁻⁴). Only the
+    path changes: a certified stopping rule still tests ‖∇_θ J‖₂ (∇_φ J = Uᵀ(∇_θ J)V ⊙ S)."""
+
+    def __init__(self, curvature: dict, l2: float, D: int, C: int):
+        U, a, V, b = (np.asarray(curvature[k], dtype=np.float64) for k in ("U", "a", "V", "b"))
+        if U.shape != (D, D) or a.shape != (D,) or V.shape != (C, C) or b.shape != (C,):
+            raise ValueError(f"the curvature must have U {D} x {D}, a ({D},), V {C} x {C}, b ({C},); got "
+                             f"{U.shape}, {a.shape}, {V.shape}, {b.shape}")
+        if not (l2 > 0 and all(np.isfinite(m).all() for m in (U, a, V, b)) and (a >= 0).all() and (b >= 0).all()):
+            raise ValueError("the preconditioner needs finite factors with eigenvalues >= 0 and l2 > 0")
+        self.U, self.V, self.D, self.C = U, V, D, C
+        self.S = 1.0 / np.sqrt(a[:, None] * b[None, :] + float(l2))
+
+    def to_theta(self, phi):
+        return (self.U @ (np.reshape(phi, (self.D, self.C)) * self.S) @ self.V.T).reshape(-1)
+
+    def to_phi(self, theta):
+        return ((self.U.T @ np.reshape(theta, (self.D, self.C)) @ self.V) / self.S).reshape(-1)
+
+    def grad_to_phi(self, grad):
+        return ((self.U.T @ np.reshape(grad, (self.D, self.C)) @ self.V) * self.S).reshape(-1)
+
+
+class _WhitenedObjective:
+    """An objective of θ seen in :class:`KroneckerWhitening` coordinates; ``theta_grad_norm`` holds ‖∇_θ J‖₂
+    of the last evaluation (what a certified stopping rule tests)."""
+
+    def __init__(self, obj, whitening: KroneckerWhitening):
+        self.obj, self.w = obj, whitening
+        self.theta_grad_norm = math.inf
+
+    def __call__(self, phi):
+        value, grad = self.obj(self.w.to_theta(phi))
+        self.theta_grad_norm = float(np.linalg.norm(grad))
+        return value, self.w.grad_to_phi(grad)
+
+
 class _ReachedGradNorm(Exception):
     def __init__(self, x, norm):
         self.x, self.norm = x, norm
@@ -255,7 +352,9 @@ class _StopAtGradNorm:
     def __call__(self, x):
         self.calls += 1
         value, grad = self.obj(x)
-        norm = float(np.linalg.norm(grad))
+        # a whitened objective reports the θ-gradient's norm (the certificate is on θ, not on its coordinates)
+        theta_norm = getattr(self.obj, "theta_grad_norm", None)
+        norm = float(theta_norm) if theta_norm is not None else float(np.linalg.norm(grad))
         if norm <= self.last_norm:
             self.last_x, self.last_norm = np.array(x, copy=True), norm
         if norm <= self.tol:
@@ -282,7 +381,8 @@ def _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor, restarts=3):
             message = str(res.message)
             x = wrapped.last_x if wrapped.last_x is not None else res.x
         except _ReachedGradNorm as done:
-            value, grad = obj(done.x)
+            # the θ-space value and gradient (a whitened objective's own gradient is in its coordinates)
+            value, grad = obj.obj(obj.w.to_theta(done.x)) if isinstance(obj, _WhitenedObjective) else obj(done.x)
             info = FitInfo(n_iter=iterations[0], n_fev=wrapped.calls, fun=float(value),
                            grad_max=float(np.max(np.abs(grad))), converged=True,
                            message=f"‖∇J‖₂ = {done.norm:.3g} ≤ {tol:.3g}", seconds=time.perf_counter() - t0,
@@ -308,6 +408,8 @@ def fit_softmax(
     blas_threads=None,
     return_info=False,
     grad_norm_tol=None,
+    float32=False,
+    precondition=None,
 ):
     """argmin_θ of :func:`softmax_objective` by scipy L-BFGS-B (the paper trains with L-BFGS, §4.1).
 
@@ -317,15 +419,26 @@ def fit_softmax(
     used, and ``RuntimeError`` is raised if it cannot be reached): with l2 > 0 the returned θ is then within
     ``grad_norm_tol / l2`` of the exact minimiser, the guarantee the sensitivity methods need.
     ``blas_threads``: limit BLAS threads during the fit (None = unchanged; 1 is best for small problems or
-    when the cores are shared). Returns θ (D, C), or ``(θ, FitInfo)`` with ``return_info=True``.
+    when the cores are shared). ``float32``: single-precision evaluations (:class:`_Objective32`) — only without
+    ``grad_norm_tol`` (a certified stopping rule needs float64 gradients); the iterates then differ from the
+    float64 ones by rounding. ``precondition``: None or a :func:`softmax_curvature` — iterate in its
+    :class:`KroneckerWhitening` coordinates (needs l2 > 0; ``grad_norm_tol`` then still tests ‖∇_θ J‖₂, while
+    scipy's own ``gtol`` would act on the whitened gradient). Returns θ (D, C), or ``(θ, FitInfo)`` with
+    ``return_info=True``.
     """
-    obj = _Objective(X, y, n_classes, l2, linear)
+    if float32 and grad_norm_tol is not None:
+        raise ValueError("float32 evaluations cannot certify grad_norm_tol; use float64 for certified fits")
+    obj = (_Objective32 if float32 else _Objective)(X, y, n_classes, l2, linear)
     if theta0 is None:
         x0 = np.zeros(obj.D * obj.C)
     else:
         x0 = np.array(theta0, dtype=np.float64).reshape(-1)
         if x0.size != obj.D * obj.C:
             raise ValueError(f"theta0 must have {obj.D}x{obj.C} entries, got {x0.size}")
+    whitening = None
+    if precondition is not None:
+        whitening = KroneckerWhitening(precondition, obj.l2, obj.D, obj.C)
+        obj, x0 = _WhitenedObjective(obj, whitening), whitening.to_phi(x0)
     with blas_thread_limit(blas_threads):
         if grad_norm_tol is None:
             x, info = _lbfgs(obj, x0, gtol, ftol, maxiter, maxcor)
@@ -334,6 +447,8 @@ def fit_softmax(
             if not (tol > 0 and math.isfinite(tol)):
                 raise ValueError(f"grad_norm_tol must be a positive finite number, got {grad_norm_tol!r}")
             x, info = _lbfgs_to_grad_norm(obj, x0, tol, maxiter, maxcor)
+    if whitening is not None:
+        x, obj = whitening.to_theta(x), obj.obj
     theta = x.reshape(obj.D, obj.C)
     return (theta, info) if return_info else theta
 
@@ -500,6 +615,7 @@ def fit_softmax_many(
     maxcor=10,
     blas_threads=1,
     return_info=False,
+    float32=False,
 ):
     """Fit T independent softmax models of identical shape (subsample-and-aggregate members, Alg. 8).
 
@@ -533,6 +649,9 @@ def fit_softmax_many(
 
     ``blas_threads`` (default 1; None = leave unchanged) limits BLAS threads during the call: these GEMMs
     are tiny, so extra threads never help and are ~10-100× slower when the cores are shared.
+
+    ``float32`` (``"separate"`` / ``"row_space"``): members fitted in θ-space use single-precision evaluations
+    (:func:`fit_softmax` ``float32``; the row-space solve stays float64) — ~1.7× less CPU on parts of ~4,000 rows.
     """
     Xs = np.asarray(Xs, dtype=np.float64)
     if Xs.ndim != 3 or 0 in Xs.shape:
@@ -556,7 +675,7 @@ def fit_softmax_many(
                     got = _fit_row_space(Xs[t], ys[t], C, l2, gtol, ftol, maxiter, maxcor)
                 if got is None:  # "separate"; or dependent rows, a warm start or n > D/2: the member in θ-space
                     got = fit_softmax(Xs[t], ys[t], C, l2, None, None if theta0 is None else theta0[t], gtol, maxiter,
-                                      ftol=ftol, maxcor=maxcor, return_info=True)
+                                      ftol=ftol, maxcor=maxcor, return_info=True, float32=float32)
                 theta[t], inf = got
                 infos.append(inf)
             return (theta, infos) if return_info else theta

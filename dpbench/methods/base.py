@@ -108,8 +108,8 @@ class Context:
 
 
 #: cell parameters that choose how a cell is solved, not what is computed (e.g. loss perturbation's
-#: ``lbfgs.float32``): part of the cache key, not of the random streams (:attr:`Cell.stream_key`)
-SOLVER_PARAMS = ("float32",)
+#: ``lbfgs.float32`` and ``lbfgs.precondition``): part of the cache key, not of the random streams (:attr:`Cell.stream_key`)
+SOLVER_PARAMS = ("float32", "precondition")
 
 
 @dataclass(frozen=True)

@@ -83,14 +83,14 @@ class _TrainedModelMethod(Method):
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {"l2": float(tuned), "error_fraction": self.settings["error_fraction"],
-                "maxiter": self.settings["maxiter"]}
+                "maxiter": self.settings["maxiter"], "precondition": bool(self.settings.get("precondition", True))}
 
     def group_key(self, cell: Cell):
         return (cell.problem, cell.params)  # every cell of one fitted model is computed in one call
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         p = cells[0].param
-        theta = trained_softmax(problem, p["l2"], ctx, p["error_fraction"], p["maxiter"])
+        theta = trained_softmax(problem, p["l2"], ctx, p["error_fraction"], p["maxiter"], p.get("precondition", True))
         logits = problem.X_eval @ theta
         return [self._evaluate(problem, theta, logits, cell, ctx.rng(cell.stream_key)) for cell in cells]
 

@@ -43,9 +43,15 @@ def add_votes(counts: np.ndarray, votes: np.ndarray) -> np.ndarray:
 MODEL_BLOCK_BYTES = 1 << 28  # gather at most ~256 MiB of member training parts at a time
 
 
-def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Context) -> np.ndarray:
-    key = content_key({"artefact": "subsagg-votes-v2", "problem": problem.key, "T": n_models,
-                       "maxiter": maxiter, "rep": rep})
+def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Context, float32: bool = False
+                ) -> np.ndarray:
+    """The (n_eval, C) vote counts of the T members of repetition ``rep`` (cached). ``float32``: members fitted
+    in θ-space (parts of more than D/2 rows) use single-precision evaluations (``fit_softmax_many``); it only
+    enters the cache key where it changes the computation."""
+    per_part = problem.n_train // n_models
+    float32 = bool(float32) and 2 * per_part > problem.dim
+    spec = {"artefact": "subsagg-votes-v2", "problem": problem.key, "T": n_models, "maxiter": maxiter, "rep": rep}
+    key = content_key({**spec, "float32": True} if float32 else spec)
 
     def compute():
         perm = disjoint_parts(problem.n_train, n_models, ctx.rng(key))
@@ -59,7 +65,7 @@ def vote_counts(problem: Problem, n_models: int, maxiter: int, rep: int, ctx: Co
         for a in range(0, n_models, block):
             rows = perm[a : a + block]
             thetas = fit_softmax_many(problem.X_train[rows], problem.y_train[rows], problem.n_classes,
-                                      l2=0.0, maxiter=maxiter, method="row_space")
+                                      l2=0.0, maxiter=maxiter, method="row_space", float32=float32)
             add_votes(counts, predict_many(thetas, problem.X_eval))  # (block, n_eval) labels
         return {"counts": counts}
 
@@ -77,19 +83,20 @@ class SubsampleAggregate(Method):
         Setting("n_models", "", key="subsagg_models", cast=int, schema={"type": "integer", "minimum": 1}),
         Setting("maxiter", "lbfgs", key="subsagg_maxiter", default=100, schema={"type": "integer", "minimum": 1}),
         Setting("beta_rule", "subsample_aggregate", schema={"enum": ["paper", "standard"]}),
+        Setting("float32", "lbfgs", key="subsagg_float32", default=True, type="boolean"),
     )
     style = dict(color="tab:red", marker="D")
 
     def cell_params(self, problem, tuned, epsilon, delta):
         return {"n_models": self.settings["n_models"], "maxiter": self.settings["maxiter"],
-                "beta_rule": self.settings["beta_rule"]}
+                "beta_rule": self.settings["beta_rule"], "float32": bool(self.settings.get("float32", True))}
 
     def group_key(self, cell: Cell):
         return (cell.problem, cell.params, cell.rep)
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         p = cells[0].param
-        counts = vote_counts(problem, p["n_models"], p["maxiter"], cells[0].rep, ctx)
+        counts = vote_counts(problem, p["n_models"], p["maxiter"], cells[0].rep, ctx, p.get("float32", False))
         return private_vote_accuracy(counts, problem.y_eval, cells, p["beta_rule"], ctx)
 
 

@@ -133,3 +133,126 @@ def test_slots_are_checked():
     for slots, n_slots in (([0, 0], 2), ([0, 2], 2), ([1], 2)):
         with pytest.raises(ValueError, match="slots"):
             lm.SharedDesign(X, y, C, l2[:2], linear[:2], n_models=2, float32=True, slots=slots, n_slots=n_slots)
+
+
+def _ill_conditioned(n=2000, D=200, C=4, seed=3):
+    """Correlated features with a power-law spectrum (like pixels): the curvature spans orders of magnitude."""
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    X = (rng.normal(size=(n, D)) * np.arange(1, D + 1) ** -1.0) @ Q
+    y = np.argmax(X @ (rng.normal(size=(D, C)) * 3) + rng.gumbel(size=(n, C)), 1)
+    return X / np.linalg.norm(X, axis=1).max(), y, C
+
+
+def test_kronecker_curvature_matches_the_hessian_on_its_factors():
+    """A ⊗ B against the exact Hessian of mean CE: B·1 = 0 (shift invariance), and the quadratic form of a
+    rank-one direction u vᵀ with v ⟂ 1 is within a small factor of the exact one (an approximation: K-FAC)."""
+    X, y, C = _ill_conditioned(n=300, D=12)
+    theta = np.random.default_rng(0).normal(size=(12, C)) * 0.5
+    k = lm.softmax_curvature(X, theta)
+    B = k["V"] @ np.diag(k["b"]) @ k["V"].T
+    assert np.allclose(B @ np.ones(C), 0, atol=1e-12) and (k["a"] >= 0).all() and (k["b"] >= 0).all()
+    A = k["U"] @ np.diag(k["a"]) @ k["U"].T
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        u, v = rng.normal(size=12), rng.normal(size=C)
+        v -= v.mean()
+        d = np.outer(u, v).ravel()
+        h = 1e-5
+        g1 = softmax_objective((theta.ravel() + h * d), X, y, 0.0)[1]
+        g0 = softmax_objective((theta.ravel() - h * d), X, y, 0.0)[1]
+        exact = d @ (g1 - g0) / (2 * h)
+        approx = (u @ A @ u) * (v @ B @ v)
+        assert 0.2 < approx / exact < 5
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_preconditioned_solve_is_certified_on_theta_and_needs_fewer_iterations(float32):
+    X, y, C = _ill_conditioned()
+    R, D = 4, X.shape[1]
+    rng = np.random.default_rng(7)
+    l2 = np.full(R, 1e-4)
+    theta_np = fit_softmax(X, y, C, 1e-4, grad_norm_tol=1e-9)
+    linear = rng.normal(size=(R, D, C)) * 0.1 / np.sqrt(D * C)
+    k = lm.softmax_curvature(X, theta_np)
+    tol = 1e-8
+    kw = dict(grad_norm_tol=tol, float32=float32, slots=np.arange(R), n_slots=R, return_info=True)
+    plain, pinfo = lm.fit_softmax_lockstep(X, y, C, l2, linear, np.broadcast_to(theta_np, (R, D, C)), **kw)
+    pre, info = lm.fit_softmax_lockstep(X, y, C, l2, linear, np.broadcast_to(theta_np, (R, D, C)), precondition=k, **kw)
+    for r in range(R):
+        _, grad = softmax_objective(pre[r].ravel(), X, y, l2[r], linear[r])  # the θ-gradient, recomputed
+        assert info[r].converged and np.linalg.norm(grad) <= tol
+        assert info[r].grad_norm == pytest.approx(np.linalg.norm(grad), rel=1e-6)
+        assert np.linalg.norm(pre[r] - plain[r]) <= (info[r].grad_norm + pinfo[r].grad_norm) / l2[r]
+    assert sum(i.n_iter for i in info) < 0.5 * sum(i.n_iter for i in pinfo)
+
+
+def test_preconditioned_model_does_not_depend_on_its_batch():
+    X, y, C = _ill_conditioned(n=500, D=40)
+    R, D = 5, X.shape[1]
+    rng = np.random.default_rng(8)
+    theta_np = fit_softmax(X, y, C, 1e-3, grad_norm_tol=1e-9)
+    k = lm.softmax_curvature(X, theta_np)
+    linear = rng.normal(size=(R, D, C)) * 0.02
+    kw = dict(grad_norm_tol=1e-8, float32=True, n_slots=R, blas_threads=1, precondition=k)
+    full = lm.fit_softmax_lockstep(X, y, C, np.full(R, 1e-3), linear, np.broadcast_to(theta_np, (R, D, C)),
+                                   slots=np.arange(R), **kw)
+    for subset in ([3], [4, 1, 0]):
+        part = lm.fit_softmax_lockstep(X, y, C, np.full(len(subset), 1e-3), linear[subset],
+                                       np.broadcast_to(theta_np, (len(subset), D, C)), slots=np.array(subset), **kw)
+        assert np.array_equal(part, full[subset])
+
+
+def test_precondition_rejects_bad_factors_and_mixed_l2():
+    X, y, C = _ill_conditioned(n=300, D=30)
+    k = lm.softmax_curvature(X, np.zeros((30, C)))
+    with pytest.raises(ValueError, match="U 30 x 30"):
+        lm.fit_softmax_lockstep(X, y, C, 1e-3, None, None, n_models=1, grad_norm_tol=1e-6,
+                                precondition={**k, "U": np.eye(3)})
+    with pytest.raises(ValueError, match="one l2"):
+        lm.fit_softmax_lockstep(X, y, C, [1e-3, 1e-2], None, None, grad_norm_tol=1e-6, precondition=k)
+    with pytest.raises(ValueError, match="eigenvalues"):
+        lm.fit_softmax_lockstep(X, y, C, 1e-3, None, None, n_models=1, grad_norm_tol=1e-6,
+                                precondition={**k, "a": -k["a"] - 1})
+
+
+def test_scipy_fit_from_zero_whitened_by_the_curvature_at_zero():
+    """fit_softmax(precondition=curvature at 0): the certificate is tested on the θ-gradient, the result is
+    within the certified bound of the plain fit, and it takes far fewer iterations on correlated features."""
+    X, y, C = _ill_conditioned()
+    D = X.shape[1]
+    k0 = lm.softmax_curvature(X, np.zeros((D, C)))
+    # at θ = 0 the factors are exact: A ⊗ B = XᵀX/N ⊗ (I/C − 11ᵀ/C²)
+    A = k0["U"] @ np.diag(k0["a"]) @ k0["U"].T
+    B = k0["V"] @ np.diag(k0["b"]) @ k0["V"].T
+    np.testing.assert_allclose(np.kron(A, B), np.kron(X.T @ X / len(X), np.eye(C) / C - 1 / C**2), atol=1e-12)
+    tol = 1e-8
+    plain, pinfo = fit_softmax(X, y, C, 1e-4, grad_norm_tol=tol, return_info=True)
+    pre, info = fit_softmax(X, y, C, 1e-4, grad_norm_tol=tol, precondition=k0, return_info=True)
+    _, grad = softmax_objective(pre.ravel(), X, y, 1e-4)
+    assert np.linalg.norm(grad) <= tol and info.grad_norm == pytest.approx(np.linalg.norm(grad), rel=1e-6)
+    assert np.linalg.norm(pre - plain) <= (info.grad_norm + pinfo.grad_norm) / 1e-4
+    assert info.n_iter < 0.5 * pinfo.n_iter
+
+
+def test_trained_softmax_preconditioning_is_a_solver_choice(tmp_path):
+    """The cached non-private fit with and without preconditioning: separate cache entries, both certified,
+    within the certified distance of each other; the cell keys differ, the random streams do not."""
+    from dpbench.learn import sensitivity_grad_norm_tol
+    from dpbench.methods.base import Context, Problem
+    from dpbench.methods.non_private import trained_softmax
+    from dpbench.methods.sensitivity import ModelSensitivity
+    from dpbench.store import Store
+
+    X, y, C = _ill_conditioned(n=600, D=40)
+    p = Problem("k", "v", X, y, X[:50], y[:50], C)
+    ctx = Context(Store(tmp_path), 1)
+    on = trained_softmax(p, 1e-3, ctx, 0.01, 2000)
+    off = trained_softmax(p, 1e-3, ctx, 0.01, 2000, precondition=False)
+    tol = sensitivity_grad_norm_tol(len(X), 0.01)
+    for th in (on, off):
+        assert np.linalg.norm(softmax_objective(th.ravel(), X, y, 1e-3)[1]) <= tol
+    assert 0 < np.linalg.norm(on - off) <= 2 * tol / 1e-3
+    a = ModelSensitivity(error_fraction=0.01, maxiter=2000).make_cell(p, 1e-3, 1.0, 0.0, 1, 0)
+    b = ModelSensitivity(error_fraction=0.01, maxiter=2000, precondition=False).make_cell(p, 1e-3, 1.0, 0.0, 1, 0)
+    assert a.key != b.key and a.stream_key == b.stream_key

@@ -74,6 +74,15 @@ def test_float32_is_the_default_and_in_the_cell_key():
     assert on.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key != off.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0).key
 
 
+def test_preconditioning_is_the_default_in_the_cell_key_but_not_in_the_stream():
+    problem = _problem()
+    on = lp.LossPerturbation(regularizer="code_max", error_fraction=0.01, maxiter=2000)
+    off = lp.LossPerturbation(regularizer="code_max", error_fraction=0.01, maxiter=2000, precondition=False)
+    a, b = on.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0), off.make_cell(problem, 1e-3, 1.0, 0.0, 1, 0)
+    assert a.param["precondition"] is True and b.param["precondition"] is False
+    assert a.key != b.key and a.stream_key == b.stream_key
+
+
 @pytest.mark.parametrize("float32", [False, True])
 def test_a_cell_does_not_depend_on_the_cells_computed_with_it(tmp_path, float32):
     """Resumed runs (part of a group cached), shards and cells shared by two figures hand run_group a subset of
