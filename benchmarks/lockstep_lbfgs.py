@@ -17,10 +17,8 @@ the range of the per-round ratios are printed with the 1-minute load average bef
 2b. the non-private fit from 0 at ``--lam``: plain vs whitened by the curvature at 0 (``lbfgs.precondition``);
 3b. members on parts of more than D/2 rows (θ-space; ``--sa-big-T`` members of N/T rows): float64 vs float32
    evaluations (``lbfgs.subsagg_float32``, the default);
-4. the projected default-grid cost of vdm2020 (``dpbench plan``'s projection, dpbench/costs.py) with the unit
-   costs before the lockstep solver, with the loss-perturbation unit costs divided by the measured float32 ratio
-   and the subsample-and-aggregate ones by the measured row-space ratio (where the parts have at most
-   ``costs.SA_ROW_SPACE_MAX_ROWS`` rows), and with the constants now in dpbench/costs.py.
+4. the projected default-grid cost of vdm2020 (``dpbench plan``'s projection) with the unit costs now in
+   dpbench/costs.py (measured directly with the default solvers by ``benchmarks/fig4_scaling.py``).
 
     nice -n 0 python benchmarks/lockstep_lbfgs.py --data data --rounds 3 > lockstep.txt
 """
@@ -35,10 +33,6 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-
-#: the unit costs of dpbench/costs.py before the lockstep solver (CPU-s; benchmarks/vdm2020_unit_costs.py)
-BEFORE_UNITS = {"lp_N1e4": 1.49, "lp_54k": 16.81, "lp_N1e5": 34.4, "subsagg_T8_54k": 20.3, "subsagg_T256_54k": 15.16,
-                "subsagg_T2048_54k": 42.7}
 
 
 def load() -> str:
@@ -81,7 +75,7 @@ def main(argv=None) -> None:
     ap.add_argument("--sa-ratio", type=float, help="with --skip sa: the subsample-and-aggregate ratio")
     a = ap.parse_args(argv)
 
-    from dpbench import costs, plan, shards
+    from dpbench import plan, shards
     from dpbench.config import DEFAULT_CONFIG_PATH
     from dpbench.learn import fit_softmax, fit_softmax_many, sensitivity_grad_norm_tol
     from dpbench.learn import lbfgs_many as lm
@@ -233,26 +227,11 @@ def main(argv=None) -> None:
     def projected():
         shards._MEMO.clear()  # shard plans are memoised per config, not per unit costs
         return sum(plan.figure_plan(full, "vdm2020", f).cpu_s for f in vdm2020.figure_names(full["studies"]["vdm2020"]))
-    saved = dict(costs.VDM2020_UNIT_COSTS), costs.SA_ROW_SPACE_SPEEDUP
-    try:
-        costs.VDM2020_UNIT_COSTS.update(BEFORE_UNITS)
-        costs.SA_ROW_SPACE_SPEEDUP = 1.0
-        before_h = projected() / 3600
-        for k, v in BEFORE_UNITS.items():
-            if k.startswith("lp_"):
-                costs.VDM2020_UNIT_COSTS[k] = v / ratios.get("lp", 1.0)
-        costs.SA_ROW_SPACE_SPEEDUP = ratios.get("sa", 1.0)
-        after_h = projected() / 3600
-    finally:
-        costs.VDM2020_UNIT_COSTS.clear()
-        costs.VDM2020_UNIT_COSTS.update(saved[0])
-        costs.SA_ROW_SPACE_SPEEDUP = saved[1]
     now_h = projected() / 3600
-    print(f"   before (the pre-lockstep unit costs): {before_h:.1f} CPU-h ({before_h / 2:.1f} h on 2 cores)")
-    print(f"   after (loss perturbation / {ratios.get('lp', 1.0):.2f}, subsample-and-aggregate / "
-          f"{ratios.get('sa', 1.0):.2f} where parts have <= {costs.SA_ROW_SPACE_MAX_ROWS} rows): {after_h:.1f} CPU-h "
-          f"({after_h / 2:.1f} h on 2 cores)")
-    print(f"   with the unit costs now in dpbench/costs.py: {now_h:.1f} CPU-h ({now_h / 2:.1f} h on 2 cores)")
+    print(f"   with the unit costs now in dpbench/costs.py (measured with the default solvers by "
+          f"benchmarks/fig4_scaling.py): {now_h:.1f} CPU-h ({now_h / 2:.1f} h on 2 cores); measured ratios this run: "
+          + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+
 
 if __name__ == "__main__":
     main()

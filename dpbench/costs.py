@@ -1,8 +1,9 @@
 """Projected cost of the work: CPU-seconds per cell from measured unit costs, and the resources of a job.
 
-The vdm2020 unit costs below were measured with ``benchmarks/vdm2020_unit_costs.py`` (single core, BLAS limited
-to one thread, CPU seconds via ``time.process_time``) on the MNIST substitute at the default settings; costs at
-other sizes are scaled from them (log-log in N between the measured sizes, linear in T, D and C). Studies with
+The vdm2020 unit costs below were measured with ``benchmarks/fig4_scaling.py`` and ``benchmarks/vdm2020_unit_costs.py``
+(single core, BLAS limited to one thread, CPU seconds via ``time.process_time``) on the MNIST substitute at the
+default settings; costs at other sizes are scaled from them (log-log in N and T between the measured sizes,
+linear in D and C). Studies with
 their own ``run_series`` (wu2016, song2018, membership, estimation) have no per-cell model: a series of theirs
 is costed at ``resources.default_cpu_minutes`` of the config, stated as an assumption wherever it is printed.
 """
@@ -11,38 +12,40 @@ from __future__ import annotations
 
 import math
 
-#: Per-cell cost of the lockstep loss-perturbation solve (groups of 10 repetitions, float32 iterations with a
-#: float64 certificate, the default) relative to the one-cell scipy solve: median of the alternating rounds of
-#: ``benchmarks/lockstep_lbfgs.py`` at N = 60,000 (3.13x, range 3.09-3.67, 1-min load 2.6-3.2 on the shared 2
-#: cores; float64 lockstep 2.08x in the same run); applied at every N (an assumption: the GEMM share of the work
-#: grows with N, so the ratio should not fall).
-LP_LOCKSTEP_SPEEDUP = 3.13
-#: Per-repetition cost of subsample-and-aggregate's member fits in θ-space relative to the fits in the row space
-#: of each part (``fit_softmax_many(method="row_space")``): median of the alternating rounds of
-#: ``benchmarks/lockstep_lbfgs.py`` (T = 256 parts of 234 rows: 2.07x, range 2.07-2.08, load 3.0). Applied where the parts have at most
-#: SA_ROW_SPACE_MAX_ROWS rows (measured at 234; smaller parts are assumed to gain at least as much); parts with
-#: more rows — Fig. 4 at N ≥ 10⁵, T = 8 — keep the θ-space cost (the row-space solve is only used up to D/2
-#: rows, and its gain shrinks as the parts grow).
+#: Measured single-core CPU-seconds by training-set size N (``benchmarks/fig4_scaling.py`` with the default
+#: solvers — loss perturbation in lockstep groups of 10, float32 with a float64 certificate, preconditioned by the
+#: Kronecker-factored curvature at its warm start; non-private fits from 0 whitened by the curvature at 0;
+#: subsample-and-aggregate members in the row space of their part or, for parts of more than D/2 rows, with
+#: float32 evaluations — one BLAS thread, the MNIST-1M generator's digits, (ε, δ) = (1, 0)), on the shared 2-core
+#: machine (load 2-3). ``lp_cell``: the mean over the cross-validation λ grid of a loss-perturbation cell (a
+#: lockstep group of 10 cells / 10); ``np_fit``: the mean over the grid of a non-private fit plus the curvature
+#: at it that loss perturbation's solves of that λ use (both one cached artefact per problem, split and λ; the
+#: curvature is 0.4 / 1.9 / 3.3 / 30 s of it at N = 10⁴ / 6·10⁴ / 10⁵ / 10⁶); ``subsagg_T256``: one
+#: subsample-and-aggregate repetition (T = 256). At N = 10⁶ only λ = 10⁻⁴ was measured (a group of 10 cells
+#: 282.9 s, a fit 87.4 s) and the grid mean is that times the ratio grid mean / λ = 10⁻⁴ measured at smaller N
+#: (loss perturbation 0.561-0.578 at N = 10⁴-10⁵: 0.57; non-private fit 0.615-0.62 at N = 10⁴, 6·10⁴: 0.62).
+#: Between the points: log-log interpolation; beyond: the nearest segment's slope.
+VDM2020_N_UNITS = {
+    "lp_cell": {1e4: 0.266, 6e4: 0.922, 1e5: 1.435, 1e6: 28.29 * 0.57},
+    "np_fit": {1e4: 0.562 + 0.41, 6e4: 2.829 + 1.95, 1e5: 4.504 + 3.4, 1e6: 87.4 * 0.62 + 30.1},
+    "subsagg_T256": {1e4: 2.49, 6e4: 6.83, 1e5: 9.38, 1e6: 131.2},
+}
+#: Subsample-and-aggregate's dependence on T at N = 60,000: one repetition with θ-space float64 member fits
+#: (``benchmarks/vdm2020_unit_costs.py``), divided by the measured gain of the solver each part size gets:
+#: the row space for parts of at most D/2 rows (``benchmarks/lockstep_lbfgs.py``: 2.07x, T = 256 parts of 234
+#: rows), float32 evaluations beyond (1.99x, range 1.94-1.99, 16 parts of 3,750 rows). The T = 256 value is then
+#: rescaled to the measured ``subsagg_T256`` at the problem's N.
+SUBSAGG_T_THETA64_60K = {8: 20.3, 256: 15.16, 2048: 42.7}
 SA_ROW_SPACE_SPEEDUP = 2.07
-SA_ROW_SPACE_MAX_ROWS = 256
+SA_FLOAT32_SPEEDUP = 1.99
 
-#: CPU-seconds per unit (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one block of 10 runs).
-#: Measured on this machine (2 shared cores, under load) at N = 60,000 unless the name says otherwise.
+#: CPU-seconds per unit of the DP-SGD and MLP series (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one
+#: block of 10 runs), measured at N = 60,000 (re-measured with the current code, load 2-3).
 VDM2020_UNIT_COSTS = {
-    # loss perturbation, one cell (marginal: after the shared warm start): the one-cell scipy costs measured by
-    # benchmarks/vdm2020_unit_costs.py (1.49 s at N = 10,000; 16.81 s at 60,000; 34.4 s at 100,000) divided by
-    # LP_LOCKSTEP_SPEEDUP; N = 10^6 is extrapolated log-log
-    "lp_N1e4": 1.49 / LP_LOCKSTEP_SPEEDUP,
-    "lp_54k": 16.81 / LP_LOCKSTEP_SPEEDUP,   # N = 60,000 (the test split of the default problem)
-    "lp_N1e5": 34.4 / LP_LOCKSTEP_SPEEDUP,   # N = 100,000 (MNIST-1M generator)
-    "np_fit_54k": 28.68,        # the non-private L2 fit behind model / prediction sensitivity (once per model)
-    "subsagg_T8_54k": 20.3,     # subsample-and-aggregate, T = 8 / 256 / 2048 models (θ-space member fits)
-    "subsagg_T256_54k": 15.16,
-    "subsagg_T2048_54k": 42.7,
-    "dpsgd_block10_54k": 60.04,  # one DP-SGD block of 10 runs (vectorised)
-    "mlp_dpsgd_run": 16.29,     # Fig. 7 MLP: one DP-SGD run
-    "mlp_subsagg_rep": 60.0,    # not measured (assumed)
-    "mlp_non_private": 20.0,    # not measured (assumed)
+    "dpsgd_block10_54k": 43.48,  # one DP-SGD block of 10 runs (vectorised)
+    "mlp_dpsgd_run": 9.92,      # Fig. 7 MLP: one DP-SGD run
+    "mlp_subsagg_rep": 23.97,   # Fig. 7 MLP: one subsample-and-aggregate repetition (T = 16 members)
+    "mlp_non_private": 9.44,    # Fig. 7 MLP: the non-private model
 }
 #: Series whose per-group cost is the non-private L2 fit of :func:`dpbench.methods.non_private.trained_softmax`
 #: (one cached artefact per problem, split and λ, computed once under a process lock whichever series asks
@@ -76,30 +79,40 @@ def vdm2020_n(cfg: dict, problem: dict, split: str) -> float:
     return float(n)
 
 
+def _by_n(unit: str, n: float) -> float:
+    return _loglog(n, list(VDM2020_N_UNITS[unit].items()))
+
+
+def subsagg_rep_cpu_s(n: float, t: int, dim: int = 785) -> float:
+    """CPU-seconds of one subsample-and-aggregate repetition (T = ``t`` members on N = ``n`` rows)."""
+    def per_t(t_):
+        rows = n / t_
+        return (_loglog(t_, list(SUBSAGG_T_THETA64_60K.items()))
+                / (SA_ROW_SPACE_SPEEDUP if 2 * rows <= dim else SA_FLOAT32_SPEEDUP))
+    return _by_n("subsagg_T256", n) * per_t(t) / per_t(256)
+
+
 def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, split: str) -> tuple[float, float]:
     """Projected (per group, per cell) CPU-seconds of vdm2020 cells: ``per group`` is paid once per group of
     cells that share a trained model (the method's ``group_key``: the non-private fit behind model / prediction
     sensitivity, the ensemble of one repetition of subsample-and-aggregate), ``per cell`` for every cell (a
-    DP-SGD cell: a tenth of its block of 10 runs)."""
+    DP-SGD cell: a tenth of its block of 10 runs). D and C scale the cost linearly."""
     u = VDM2020_UNIT_COSTS
     n = vdm2020_n(cfg, problem, split)
-    lp = _loglog(n, [(1e4, u["lp_N1e4"]), (_N_REF, u["lp_54k"])] + ([(1e5, u["lp_N1e5"])] if "lp_N1e5" in u else []))
     shape = 1.0
     if "pca_dim" in problem:
         shape *= max(0.1, problem["pca_dim"] / 785)
     if "n_classes" in problem:
         shape *= problem["n_classes"] / 10
     if series == "loss_perturbation":
-        return 0.0, lp * shape
+        return 0.0, _by_n("lp_cell", n) * shape
     if series in SHARED_NP_FIT_SERIES:
-        fit = lp * u["np_fit_54k"] / u["lp_54k"] * shape
+        fit = _by_n("np_fit", n) * shape
         return fit, 0.002 * fit
     if series == "subsample_aggregate":
-        t = method.get("n_models", cfg["subsagg_models"])
-        per_t = _loglog(t, [(8, u["subsagg_T8_54k"]), (256, u["subsagg_T256_54k"]), (2048, u["subsagg_T2048_54k"])])
-        if n / t <= SA_ROW_SPACE_MAX_ROWS:
-            per_t /= SA_ROW_SPACE_SPEEDUP
-        return per_t * (n / _N_REF) * shape, 0.01 * per_t * (n / _N_REF) * shape
+        rep = subsagg_rep_cpu_s(n, method.get("n_models", cfg["subsagg_models"]),
+                                problem.get("pca_dim", 784) + 1) * shape
+        return rep, 0.01 * rep
     if series == "dpsgd":
         return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape
     if series == "dpsgd_mlp":
@@ -108,7 +121,7 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
         return u["mlp_subsagg_rep"] * (n / _N_REF), 0.01 * u["mlp_subsagg_rep"] * (n / _N_REF)
     if series == "non_private_mlp":
         return u["mlp_non_private"] * (n / _N_REF), 0.001 * u["mlp_non_private"]
-    return 0.0, lp
+    return 0.0, _by_n("lp_cell", n)
 
 
 #: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at

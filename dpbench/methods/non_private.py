@@ -32,6 +32,12 @@ def _curvature(problem: Problem, ctx: Context, at: str, theta, spec: dict) -> di
     return dict(ctx.store.artefact(key, compute))
 
 
+def curvature_at_zero(problem: Problem, ctx: Context) -> dict:
+    """The Kronecker-factored curvature of mean CE at θ = 0 — exact there: XᵀX/N ⊗ (I/C − 11ᵀ/C²) — of
+    ``problem`` (cached; one per problem, shared by the non-private fits at every λ)."""
+    return _curvature(problem, ctx, "zero", np.zeros((problem.dim, problem.n_classes)), {})
+
+
 def trained_softmax(problem: Problem, l2: float, ctx: Context, error_fraction: float, maxiter: int,
                     precondition: bool = True) -> np.ndarray:
     """The minimiser of mean cross-entropy + (l2/2)‖θ‖²_F on ``problem``, to within (η/2)·2K/(Nλ) of the exact
@@ -48,8 +54,7 @@ def trained_softmax(problem: Problem, l2: float, ctx: Context, error_fraction: f
     key = content_key({**spec, "artefact": "softmax-v3", "precondition": "kfac-at-0"} if precondition else spec)
 
     def compute():
-        k0 = _curvature(problem, ctx, "zero", np.zeros((problem.dim, problem.n_classes)), {}) if precondition \
-            else None
+        k0 = curvature_at_zero(problem, ctx) if precondition else None
         theta = fit_minimiser(problem.X_train, problem.y_train, problem.n_classes, l2, maxiter, error_fraction, k0)
         return {"theta": np.asarray(theta)}
 

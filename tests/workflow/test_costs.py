@@ -1,0 +1,35 @@
+"""The vdm2020 cost model reproduces its measured points and scales sensibly between them."""
+
+import pytest
+
+from dpbench import costs
+
+
+def test_measured_points_are_reproduced_and_costs_grow_with_n():
+    for unit, pts in costs.VDM2020_N_UNITS.items():
+        for n, v in pts.items():
+            assert costs._by_n(unit, n) == pytest.approx(v)
+        ns = [1e3, 5e3, 2e4, 8e4, 3e5, 2e6]
+        vals = [costs._by_n(unit, n) for n in ns]
+        assert all(a < b for a, b in zip(vals, vals[1:])), unit
+
+
+def test_subsample_aggregate_t_dependence_and_solver_regimes():
+    # T = 256 is the measured repetition at every N
+    for n, v in costs.VDM2020_N_UNITS["subsagg_T256"].items():
+        assert costs.subsagg_rep_cpu_s(n, 256) == pytest.approx(v)
+    # at N = 60,000: T = 8 (parts of 7,500 rows, float32 θ-space) vs T = 2048 (29 rows, row space): the ratio of the
+    # θ-space float64 units, each divided by its solver's gain
+    u = costs.SUBSAGG_T_THETA64_60K
+    r = costs.subsagg_rep_cpu_s(6e4, 8) / costs.subsagg_rep_cpu_s(6e4, 2048)
+    assert r == pytest.approx((u[8] / costs.SA_FLOAT32_SPEEDUP) / (u[2048] / costs.SA_ROW_SPACE_SPEEDUP))
+
+
+def test_cell_costs_of_the_series():
+    cfg = {"n_train": 60_000, "cross_validation": {"validation_fraction": 0.1}, "subsagg_models": 256}
+    g, c = costs.vdm2020_cell_cpu_s(cfg, "loss_perturbation", {}, {}, "test")
+    assert g == 0 and c == pytest.approx(costs.VDM2020_N_UNITS["lp_cell"][6e4])
+    g, c = costs.vdm2020_cell_cpu_s(cfg, "model_sensitivity", {}, {}, "test")
+    assert g == pytest.approx(costs.VDM2020_N_UNITS["np_fit"][6e4]) and c < 0.01 * g
+    g, _ = costs.vdm2020_cell_cpu_s(cfg, "subsample_aggregate", {"pca_dim": 50}, {}, "test")
+    assert g < costs.VDM2020_N_UNITS["subsagg_T256"][6e4]   # fewer dimensions: cheaper
