@@ -181,12 +181,15 @@ class _Objective:
             linear = linear.reshape(self.D, self.C)
         self.linear = linear
 
-    def __call__(self, theta_flat):
-        theta = np.asarray(theta_flat, dtype=np.float64).reshape(self.D, self.C)
+    def _products(self, theta):
+        """(summed cross-entropy, gradient of the mean (D, C)) of the data term at ``theta``."""
         ZT = theta.T @ self.X.T  # (C, n), C-contiguous
         loss_sum = _ce_transposed(ZT, self.flat_true)
-        gradT = ZT @ self.X  # (C, D)
-        grad = gradT.T * (1.0 / self.n)
+        return loss_sum, (ZT @ self.X).T * (1.0 / self.n)
+
+    def __call__(self, theta_flat):
+        theta = np.asarray(theta_flat, dtype=np.float64).reshape(self.D, self.C)
+        loss_sum, grad = self._products(theta)
         value = loss_sum / self.n
         if self.l2:
             value += 0.5 * self.l2 * float(np.vdot(theta, theta))
@@ -198,27 +201,19 @@ class _Objective:
 
 
 class _Objective32(_Objective):
-    """:class:`_Objective` with single-precision products (a float32 copy of X and θ; the loss and gradient
-    sums accumulated in float64, returned as float64): about half the CPU of the float64 evaluation on
-    blocks of thousands of rows (memory traffic), for fits whose result needs no float64 certificate."""
+    """:class:`_Objective` with single-precision products (a float32 copy of X and θ; the loss summed in
+    float64, the gradient's GEMM in float32; value and gradient returned as float64): about half the CPU of
+    the float64 evaluation on blocks of thousands of rows (memory traffic), for fits whose result needs no
+    float64 certificate."""
 
     def __init__(self, X, y, n_classes, l2, linear):
         super().__init__(X, y, n_classes, l2, linear)
         self.X32 = self.X.astype(np.float32)
 
-    def __call__(self, theta_flat):
-        theta = np.asarray(theta_flat, dtype=np.float64).reshape(self.D, self.C)
+    def _products(self, theta):
         ZT = theta.T.astype(np.float32) @ self.X32.T  # (C, n), C-contiguous
         loss_sum = _ce_transposed(ZT, self.flat_true)
-        grad = (ZT @ self.X32).T.astype(np.float64) * (1.0 / self.n)
-        value = loss_sum / self.n
-        if self.l2:
-            value += 0.5 * self.l2 * float(np.vdot(theta, theta))
-            grad += self.l2 * theta
-        if self.linear is not None:
-            value += float(np.vdot(self.linear, theta))
-            grad += self.linear
-        return value, np.ascontiguousarray(grad).reshape(-1)
+        return loss_sum, (ZT @ self.X32).T.astype(np.float64) * (1.0 / self.n)
 
 
 def softmax_objective(theta_flat, X, y, l2, linear=None):
