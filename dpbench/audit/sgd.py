@@ -293,12 +293,14 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
                "multiplicity, truncated at 3, neglected mass ≤ 1.2e-10 per run; g the canary's gradient on D "
                "resp. D′ at the previous iterate, known to the white-box auditor; z_t ~ N(0, σ²ι)), σ estimated "
                "per run from its own steps (median); steps where the projection onto the radius-R ball binds "
-               "(possible in the first steps, η_t = 1/(λt) ≫ R·b/σ) enter as censored observations. Bounds: the "
+               "(possible in the first steps: η₁ = 1/λ = R, so w₁ = −R·y₁/b is projected when |y₁| > b) enter as censored "
+               "observations. Bounds: the "
                "split-half Clopper–Pearson ε̂ and the μ-GDP ε̂ from the AUC — BST14 is a composition of T = "
                "14,576 subsampled Gaussian steps, Gaussian by the central limit theorem of Dong, Roth & Su 2022 "
                "(the model of the tight DP-SGD audits of Nasr et al. 2023). D and D′ share one call (two label "
                "columns: same batches, independent noise), so each (D, D′) pair of trials is one training and the "
-               "pairs are independent. eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
+               "pairs are independent (within a pair the two statistics share the multiplicities, a weak "
+               "dependence the DeLong variance of the GDP bound does not model). eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
                "gradients σ(−w) vs σ(w)) and the multiplicity is Binomial, not the Poisson/Bernoulli subsampling "
                "of dp_accounting's PLD, so no exact ε of this transcript is computed.")
 
