@@ -1,7 +1,7 @@
 """Audits of the noisy-SGD methods: DP-SGD (vdm2020 Eq. 4; softmax and the MLP of the Fig. 7 substitute), bolt-on
 PSGD, SCS13 and BST14 (wu2016 ch. 3). Where the noise enters the training every trial is a training. DP-SGD is
-audited on its whole transcript of iterates (what its accountant bounds); SCS13 and BST14 on the last iterate;
-bolt-on adds its noise after a PSGD run with a shared order. Conventions: :mod:`dpbench.audit.methods`."""
+audited on its whole transcript of iterates (what its accountant bounds), and so is BST14 (the engine's observe hook);
+SCS13 on the last iterate; bolt-on adds its noise after a PSGD run with a shared order. Conventions: :mod:`dpbench.audit.methods`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 from dpbench.audit import stats as S
 from dpbench.audit.pairs import BOLT_ON_M, bias_pair, ch3_settings, figure_config, push_margin, saturated_canary
 from dpbench.audit.registry import chunked, factor, register
+from dpbench.learn.psgd import get_loss
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -269,6 +270,41 @@ def audit_scs13(config, epsilon, twin, trials, rng):
             "noise_scale": 2.0 * passes / eps_cal}
 
 
+BST14_C_MAX = 3          # the canary's multiplicity per step is truncated here (binomial_tail_bound: 1e-10 per run)
+
+
+def _bst14_observations(w, eta, lam, b, R):
+    """Per-step observations of BST14 runs from their transcripts ``w`` (R, T + 1) (w₀ = 0, …, w_T; one feature):
+    the engine's update w_t = Π_R(w_{t−1} − η_t(λw_{t−1} + (1/b)Σ_B ∇ℓ + z/b)) inverted, y_t = b·((w_{t−1} − w_t)/η_t
+    − λw_{t−1}) = c_t·g(w_{t−1}) + z_t in units of the gradient sum. Where the projection bound (|w_t| = R), the
+    inversion gives the boundary value and the step is censored: +1 (y_t ≤ that value, w_t = +R) or −1."""
+    prev, nxt = w[:, :-1], w[:, 1:]
+    y = b * ((prev - nxt) / eta - lam * prev)
+    on = np.abs(nxt) >= R * (1.0 - 1e-12)
+    return y, np.where(on, np.sign(nxt), 0).astype(np.int8)
+
+
+_BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14's analysis bounds (Bassily, Smith & "
+               "Thakurta 2014: privacy amplification of each with-replacement-sampled Gaussian step, then advanced "
+               "composition over the T steps; the released last iterate is post-processing of it). Statistic: "
+               "the exact log-likelihood ratio of the transcript "
+               "(:func:`~dpbench.audit.stats.replacement_gaussian_transcript_llr`): each step inverted to "
+               "y_t = c_t·g(w_{t−1}) + z_t in units of the gradient sum (c_t ~ Binomial(b, 1/m) the canary's "
+               "multiplicity, truncated at 3, neglected mass ≤ 1.2e-10 per run; g the canary's gradient on D "
+               "resp. D′ at the previous iterate, known to the white-box auditor; z_t ~ N(0, σ²ι)), σ estimated "
+               "per run from its own steps (median); steps where the projection onto the radius-R ball binds "
+               "(possible in the first steps: η₁ = 1/λ = R, so w₁ = −R·y₁/b is projected when |y₁| > b) enter as censored "
+               "observations. Bounds: the "
+               "split-half Clopper–Pearson ε̂ and the μ-GDP ε̂ from the AUC — BST14 is a composition of T = "
+               "14,576 subsampled Gaussian steps, Gaussian by the central limit theorem of Dong, Roth & Su 2022 "
+               "(the model of the tight DP-SGD audits of Nasr et al. 2023). D and D′ share one call (two label "
+               "columns: same batches, independent noise), so each (D, D′) pair of trials is one training and the "
+               "pairs are independent (within a pair the two statistics share the multiplicities, a weak "
+               "dependence the DeLong variance of the GDP bound does not model). eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
+               "gradients σ(−w) vs σ(w)) and the multiplicity is Binomial, not the Poisson/Bernoulli subsampling "
+               "of dp_accounting's PLD, so no exact ε of this transcript is computed.")
+
+
 @register(name="bst14", label="BST14 noisy SGD (wu2016 ch. 3, Alg. 4)", study="wu2016", pure=False,
           post_training_noise=False, twins=("noise_x0.5", "noise_x0.001"),
           notes="(ε, δ)-DP Test 4 of Fig. 3.2 on the Protein split: δ = 1/m, λ of the study, ι of the study, b = 50, "
@@ -280,9 +316,8 @@ def audit_scs13(config, epsilon, twin, trials, rng):
                 "σ(w) + σ(−w) = 1 of 2L (a one-feature logistic pair cannot reach more; the noise is far too large "
                 "for the bias saturation of the other audits). The sampling is random in every trial (the "
                 "guarantee uses it), so each trial is one full training; D and D′ share one call (two label "
-                "columns, same batches — trials stay independent across calls). Statistic: the final w (the "
-                "average of all T iterates' updates: the canary's ~10 sampled steps against the noise of 14,576). "
-                "The twins scale the noise standard deviation through ι (variance × f²).")
+                "columns, same batches — trials stay independent across calls). The twins scale the noise "
+                "standard deviation through ι (variance × f²). " + _BST14_NOTE)
 def audit_bst14(config, epsilon, twin, trials, rng):
     from dpbench.methods import private_psgd_many as many
 
@@ -296,9 +331,26 @@ def audit_bst14(config, epsilon, twin, trials, rng):
     Yk = np.ones((m, 2))
     Yk[-1, 1] = -1.0                                       # column 0: D (canary y = +1), column 1: D′ (y = −1)
     s_d, s_dp = np.empty(trials), np.empty(trials)
-    for t in range(trials):
+    dphi = get_loss("logistic").dphi
+    steps = -(-passes * m // b)
+    w = np.zeros((2, steps + 1))                           # w₀ = 0, w₁, …, w_T of the D and the D′ model
+
+    def observe(t, W):
+        w[:, t + 1] = W[:, 0]
+
+    info, eta, projected = None, None, 0
+    for i in range(trials):
         W, info = many.bst14_many(X, Yk, "logistic", [epsilon], delta, rng, batch_size=b, passes=passes, l2=lam,
-                                  iota=iota)
-        s_d[t], s_dp[t] = W[0, 0, 0], W[0, 1, 0]
-    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": float("nan"),
-            "noise_scale": float(info["sigma"][0] * math.sqrt(iota)), "steps": int(info["steps"])}
+                                  iota=iota, observe=observe)
+        assert info["algorithm"] == "strongly_convex" and info["steps"] == steps
+        assert np.array_equal(w[:, -1], W[0, :, 0])
+        if eta is None:                                    # the engine's η_t = schedule(t)·step_c
+            eta = np.array([float(info["schedule"](t)) for t in range(1, steps + 1)]) * info["step_c"][0]
+        y, cen = _bst14_observations(w, eta, lam, b, float(info["radius"]))
+        projected += int(np.count_nonzero(cen))
+        prev = w[:, :-1]
+        g_d, g_dp = dphi(prev), -dphi(-prev)               # canary x = 1 with label +1 (D) / −1 (D′) at w_{t−1}
+        s_d[i], s_dp[i] = S.replacement_gaussian_transcript_llr(y, g_d, g_dp, b, m, censor=cen, c_max=BST14_C_MAX)
+    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": float("nan"), "gdp": True,
+            "noise_scale": float(info["sigma"][0] * math.sqrt(iota)), "steps": steps,
+            "projected_steps": projected / (2.0 * trials)}

@@ -49,7 +49,7 @@ def _as_vector(name, v, M) -> np.ndarray:
 
 
 def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
-              batch_noise=None, sampling="permutation", steps=None, last_batch="keep"):
+              batch_noise=None, sampling="permutation", steps=None, last_batch="keep", observe=None):
     """Train M binary linear models on shared batches; returns ``W`` of shape (M, d) (last iterates).
 
     ``X`` (n, d) float rows with ‖x‖ ≤ 1 (used as given when already float64 C-contiguous: no copy);
@@ -60,6 +60,11 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     ``sampling="permutation"``: ``passes`` passes, a fresh ``rng.permutation(n)`` each, consecutive batches
     (``last_batch`` ``"keep"``/``"drop"`` as in the engine). ``sampling="replacement"`` (BST14): ``steps``
     updates (default ⌈passes·n/b⌉), each on b indices drawn uniformly with replacement (``rng.integers``).
+
+    ``observe(t, W)``, if given, is called after every update t = 0, 1, …, T − 1 with the current iterates (M, d)
+    — a view, updated in place afterwards (the callback must copy what it keeps) — as
+    :func:`dpbench.learn.dpsgd.dpsgd_loop`'s ``observe``: the whole transcript w₁, …, w_T (a privacy audit reads
+    it). It draws nothing and changes nothing.
     """
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
@@ -84,6 +89,8 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if batch_noise is not None and not callable(batch_noise):
         raise ValueError("batch_noise must be None or a callable (rng, M, d, m) -> (M, d)")
+    if observe is not None and not callable(observe):
+        raise ValueError("observe must be None or a callable (t, W)")
 
 
     def step_sizes(t):
@@ -113,7 +120,8 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     else:
         raise ValueError(f"sampling must be 'permutation' or 'replacement', got {sampling!r}")
     return many_model_sgd(np.zeros((M, d)), batches(), shared_batch_gradient(X, Y, loss), step_sizes, rng=rng, l2=l2,
-                          radius=R, noise=None if batch_noise is None else noise)
+                          radius=R, noise=None if batch_noise is None else noise,
+                          observe=None if observe is None else (lambda k, W: observe(k - 1, W) if k else None))
 
 
 def shared_batch_gradient(X, Y, loss):
