@@ -271,6 +271,7 @@ def audit_scs13(config, epsilon, twin, trials, rng):
 
 
 BST14_C_MAX = 3          # the canary's multiplicity per step is truncated here (binomial_tail_bound: 1e-10 per run)
+BST14_CHUNK = 50         # runs per side trained side by side in one call (each its own batches): 100 transcripts
 
 
 def _bst14_observations(w, eta, lam, b, R):
@@ -297,10 +298,9 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
                "observations. Bounds: the "
                "split-half Clopper–Pearson ε̂ and the μ-GDP ε̂ from the AUC — BST14 is a composition of T = "
                "14,576 subsampled Gaussian steps, Gaussian by the central limit theorem of Dong, Roth & Su 2022 "
-               "(the model of the tight DP-SGD audits of Nasr et al. 2023). D and D′ share one call (two label "
-               "columns: same batches, independent noise), so each (D, D′) pair of trials is one training and the "
-               "pairs are independent (within a pair the two statistics share the multiplicities, a weak "
-               "dependence the DeLong variance of the GDP bound does not model). eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
+               "(the model of the tight DP-SGD audits of Nasr et al. 2023). Every trial is its own training "
+               "(its own with-replacement batches and noise), 50 runs per side side by side in one call of the "
+               "engine (``own_batches``), so all trials are independent. eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
                "gradients σ(−w) vs σ(w)) and the multiplicity is Binomial, not the Poisson/Bernoulli subsampling "
                "of dp_accounting's PLD, so no exact ε of this transcript is computed.")
 
@@ -315,8 +315,8 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
                 "gradient); the canary x = 1 has label +1 vs −1: at every common w its gradients differ by "
                 "σ(w) + σ(−w) = 1 of 2L (a one-feature logistic pair cannot reach more; the noise is far too large "
                 "for the bias saturation of the other audits). The sampling is random in every trial (the "
-                "guarantee uses it), so each trial is one full training; D and D′ share one call (two label "
-                "columns, same batches — trials stay independent across calls). The twins scale the noise "
+                "guarantee uses it), so each trial is one full training (its own batches; 50 per side trained side by side in "
+                "one call). The twins scale the noise "
                 "standard deviation through ι (variance × f²). " + _BST14_NOTE)
 def audit_bst14(config, epsilon, twin, trials, rng):
     from dpbench.methods import private_psgd_many as many
@@ -328,20 +328,21 @@ def audit_bst14(config, epsilon, twin, trials, rng):
     delta = 1.0 / m
     X = np.zeros((m, 1))
     X[-1, 0] = 1.0
-    Yk = np.ones((m, 2))
-    Yk[-1, 1] = -1.0                                       # column 0: D (canary y = +1), column 1: D′ (y = −1)
     s_d, s_dp = np.empty(trials), np.empty(trials)
     dphi = get_loss("logistic").dphi
     steps = -(-passes * m // b)
-    w = np.zeros((2, steps + 1))                           # w₀ = 0, w₁, …, w_T of the D and the D′ model
-
-    def observe(t, W):
-        w[:, t + 1] = W[:, 0]
-
     info, eta, projected = None, None, 0
-    for i in range(trials):
+    for lo in range(0, trials, BST14_CHUNK):               # fixed chunks: the draws do not depend on the workers
+        k = min(BST14_CHUNK, trials - lo)
+        Yk = np.ones((m, 2 * k))
+        Yk[-1, k:] = -1.0                                  # columns 0..k−1: D (canary y = +1), k..2k−1: D′ (y = −1)
+        w = np.zeros((2 * k, steps + 1))                   # w₀ = 0, w₁, …, w_T of every model
+
+        def observe(t, W, w=w):
+            w[:, t + 1] = W[:, 0]
+
         W, info = many.bst14_many(X, Yk, "logistic", [epsilon], delta, rng, batch_size=b, passes=passes, l2=lam,
-                                  iota=iota, observe=observe)
+                                  iota=iota, observe=observe, own_batches=True)
         assert info["algorithm"] == "strongly_convex" and info["steps"] == steps
         assert np.array_equal(w[:, -1], W[0, :, 0])
         if eta is None:                                    # the engine's η_t = schedule(t)·step_c
@@ -350,7 +351,8 @@ def audit_bst14(config, epsilon, twin, trials, rng):
         projected += int(np.count_nonzero(cen))
         prev = w[:, :-1]
         g_d, g_dp = dphi(prev), -dphi(-prev)               # canary x = 1 with label +1 (D) / −1 (D′) at w_{t−1}
-        s_d[i], s_dp[i] = S.replacement_gaussian_transcript_llr(y, g_d, g_dp, b, m, censor=cen, c_max=BST14_C_MAX)
+        s = S.replacement_gaussian_transcript_llr(y, g_d, g_dp, b, m, censor=cen, c_max=BST14_C_MAX)
+        s_d[lo:lo + k], s_dp[lo:lo + k] = s[:k], s[k:]
     return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": float("nan"), "gdp": True,
             "noise_scale": float(info["sigma"][0] * math.sqrt(iota)), "steps": steps,
             "projected_steps": projected / (2.0 * trials)}

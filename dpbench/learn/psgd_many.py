@@ -49,7 +49,8 @@ def _as_vector(name, v, M) -> np.ndarray:
 
 
 def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=None, step_scale=None,
-              batch_noise=None, sampling="permutation", steps=None, last_batch="keep", observe=None):
+              batch_noise=None, sampling="permutation", steps=None, last_batch="keep", observe=None,
+              own_batches=False):
     """Train M binary linear models on shared batches; returns ``W`` of shape (M, d) (last iterates).
 
     ``X`` (n, d) float rows with ‖x‖ ≤ 1 (used as given when already float64 C-contiguous: no copy);
@@ -60,6 +61,9 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     ``sampling="permutation"``: ``passes`` passes, a fresh ``rng.permutation(n)`` each, consecutive batches
     (``last_batch`` ``"keep"``/``"drop"`` as in the engine). ``sampling="replacement"`` (BST14): ``steps``
     updates (default ⌈passes·n/b⌉), each on b indices drawn uniformly with replacement (``rng.integers``).
+    ``own_batches=True``: every model draws its own permutations / indices (one (M, ·) draw per pass / update),
+    so the M models are independent trainings — e.g. repeated runs of a randomised algorithm, as a privacy
+    audit needs; the default shares one draw among all models (one training per label column, as the studies).
 
     ``observe(t, W)``, if given, is called after every update t = 0, 1, …, T − 1 with the current iterates (M, d)
     — a view, updated in place afterwards (the callback must copy what it keeps) — as
@@ -102,24 +106,29 @@ def psgd_many(X, Y, loss, passes, batch_size, schedule, rng, *, l2=0.0, radius=N
     def noise(rng_, G, t, m):
         G += batch_noise(rng_, M, d, m)
 
+    if own_batches not in (True, False):
+        raise ValueError(f"own_batches must be True or False, got {own_batches!r}")
     if sampling == "permutation":
         n_full = n - n % batch_size if last_batch == "drop" else n
         total_updates(n, batch_size, passes, last_batch)       # validates last_batch
 
         def batches():
             for _ in range(passes):
-                perm = rng.permutation(n)
+                perm = (rng.permuted(np.broadcast_to(np.arange(n), (M, n)), axis=1) if own_batches
+                        else rng.permutation(n))
                 for start in range(0, n_full, batch_size):
-                    yield perm[start:min(start + batch_size, n_full)]
+                    yield perm[..., start:min(start + batch_size, n_full)]
     elif sampling == "replacement":
         steps = -(-passes * n // batch_size) if steps is None else V.count("steps", steps)
+        shape = (M, batch_size) if own_batches else batch_size
 
         def batches():
             for _ in range(steps):
-                yield rng.integers(0, n, size=batch_size)
+                yield rng.integers(0, n, size=shape)
     else:
         raise ValueError(f"sampling must be 'permutation' or 'replacement', got {sampling!r}")
-    return many_model_sgd(np.zeros((M, d)), batches(), shared_batch_gradient(X, Y, loss), step_sizes, rng=rng, l2=l2,
+    gradient = run_batch_gradient(X, Y, loss, np.arange(M)) if own_batches else shared_batch_gradient(X, Y, loss)
+    return many_model_sgd(np.zeros((M, d)), batches(), gradient, step_sizes, rng=rng, l2=l2,
                           radius=R, noise=None if batch_noise is None else noise,
                           observe=None if observe is None else (lambda k, W: observe(k - 1, W) if k else None))
 
@@ -139,13 +148,22 @@ def shared_batch_gradient(X, Y, loss):
 
 def run_batch_gradient(X, y, loss, model_run):
     """Gradient plug of :func:`many_model_sgd` for models on their OWN batches: ``batch`` = (R, b) row indices,
-    one row per run, model m reads run ``model_run[m]``'s rows with the common labels ``y``; returns the mean
-    batch gradients (M, d) (batched over models) and b."""
+    one row per run, model m reads run ``model_run[m]``'s rows with the common labels ``y`` (n,) — or, if ``y``
+    is (n, M), with its own label column ``y[:, m]``; returns the mean batch gradients (M, d) (batched over
+    models) and b."""
     same = np.array_equal(model_run, np.arange(model_run.size))
+    per_model = np.ndim(y) == 2
+    if per_model and np.shape(y)[1] != model_run.size:
+        raise ValueError(f"per-model labels y must be (n, M) with M = {model_run.size}, got {np.shape(y)}")
+    cols = np.arange(model_run.size)[:, None]
 
     def gradient(W, idx):
-        Xr, yr = X[idx], y[idx]                                  # (R, b, d), (R, b)
-        Xb, yb = (Xr, yr) if same and idx.shape[0] == W.shape[0] else (Xr[model_run], yr[model_run])
+        if per_model:                                            # model m: rows of its run, its own labels
+            rows = idx if same and idx.shape[0] == W.shape[0] else idx[model_run]          # (M, b)
+            Xb, yb = X[rows], y[rows, cols]
+        else:
+            Xr, yr = X[idx], y[idx]                              # (R, b, d), (R, b)
+            Xb, yb = (Xr, yr) if same and idx.shape[0] == W.shape[0] else (Xr[model_run], yr[model_run])
         b = idx.shape[1]
         coef = loss.dphi(yb * np.einsum("mbd,md->mb", Xb, W)) * yb
         return np.einsum("mb,mbd->md", coef, Xb) / b, b

@@ -69,14 +69,16 @@ def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=
 
 
 def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,
-               algorithm=None, observe=None):
+               algorithm=None, observe=None, own_batches=False):
     """BST14 (see :func:`~dpbench.methods.private_psgd.bst14_psgd`: with-replacement sampling, T = ⌈k n/b⌉
     Gaussian steps, calibration of :func:`~dpbench.methods.private_psgd.bst14_calibration`, ι = 4 by default)
     for every ε of ``epsilons`` and every label column of ``Yk`` at once. Returns ``(W (E, K, d), info)``
     with per-ε ``sigma``, ``epsilon1``, ``epsilon2``, the step multipliers ``step_c`` (convex: 2R/G) and the
     engine's step-size ``schedule`` (η_t = step_c · schedule(t)). ``observe(t, W)``: called after every update
     with the iterates (E·K, d) (model e·K + k; :func:`~dpbench.learn.psgd_many.psgd_many`), e.g. by the
-    transcript audit; it does not change the result."""
+    transcript audit; it does not change the result. ``own_batches=True``: every model draws its own batches,
+    so the E·K models are independent runs of BST14 (repeated trials of an audit); the default shares the
+    batches among the columns (one training per column, as the study)."""
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     X = np.asarray(X, dtype=np.float64)
@@ -101,7 +103,7 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
     hook = gaussian_noise_many(np.repeat(sigma * math.sqrt(iota), K), batch_size)
     W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
                   step_scale=np.repeat(step_c, K), batch_noise=hook, sampling="replacement", steps=steps,
-                  observe=observe)
+                  observe=observe, own_batches=own_batches)
     info = {"sigma": sigma, "epsilon1": np.array([c["epsilon1"] for c in cals]),
             "epsilon2": np.array([c["epsilon2"] for c in cals]), "step_c": step_c, "steps": steps,
             "algorithm": algorithm, "radius": radius, "iota": iota, "schedule": schedule}

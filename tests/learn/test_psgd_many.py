@@ -209,3 +209,45 @@ def test_many_model_sgd_on_own_batches_equals_shared_batches():
                                  pm.run_batch_gradient(X, col, engine.get_loss("logistic"), np.arange(1)),
                                  lambda t: np.full(1, 0.5 / t))[0]
     np.testing.assert_allclose(a, W, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sampling", ["replacement", "permutation"])
+def test_own_batches_are_independent_trainings(sampling):
+    """``own_batches=True``: model m is exactly a training of its label column alone on the batches it drew
+    (one (M, ·) draw per update / pass, replayed here from the same seed); the models differ although their
+    labels are identical, because their batches do."""
+    X, y = data(n=40, d=3)
+    M, b, passes = 3, 7, 2
+    Y = np.tile(y[:, None], (1, M))
+    W = pm.psgd_many(X, Y, "logistic", passes, b, "inv_sqrt", g(5), own_batches=True, sampling=sampling)
+    rng = g(5)
+    if sampling == "replacement":
+        draws = [rng.integers(0, 40, size=(M, b)) for _ in range(-(-passes * 40 // b))]
+    else:
+        draws = [p[:, s:s + b] for p in (rng.permuted(np.tile(np.arange(40), (M, 1)), axis=1) for _ in range(passes))
+                 for s in range(0, 40, b)]
+    sched = engine.make_schedule("inv_sqrt", l2=0.0, loss=engine.get_loss("logistic"))
+    for m in range(M):
+        alone = pm.many_model_sgd(np.zeros((1, 3)), (d_[m] for d_ in draws),
+                                  pm.shared_batch_gradient(X, Y[:, [m]], engine.get_loss("logistic")),
+                                  lambda t: np.full(1, float(sched(t))))
+        np.testing.assert_allclose(W[m], alone[0], rtol=1e-12, atol=1e-15)
+    assert not np.allclose(W[0], W[1])
+
+
+def test_run_batch_gradient_with_per_model_labels():
+    """Per-model label columns give each model its own labels on its run's rows; identical columns reduce to the
+    common-label plug; a label matrix with the wrong number of columns is refused."""
+    X, y = data(n=30, d=4)
+    loss = engine.get_loss("logistic")
+    idx = np.random.default_rng(0).integers(0, 30, size=(2, 5))
+    W = np.random.default_rng(1).standard_normal((2, 4))
+    common, _ = pm.run_batch_gradient(X, y, loss, np.arange(2))(W, idx)
+    same, _ = pm.run_batch_gradient(X, np.c_[y, y], loss, np.arange(2))(W, idx)
+    np.testing.assert_allclose(same, common, rtol=1e-14)
+    flipped, _ = pm.run_batch_gradient(X, np.c_[y, -y], loss, np.arange(2))(W, idx)
+    np.testing.assert_allclose(flipped[0], common[0], rtol=1e-14)
+    expect = ((loss.dphi(-y[idx[1]] * (X[idx[1]] @ W[1])) * -y[idx[1]]) @ X[idx[1]]) / 5
+    np.testing.assert_allclose(flipped[1], expect, rtol=1e-12)
+    with pytest.raises(ValueError, match="per-model labels"):
+        pm.run_batch_gradient(X, np.c_[y, y, y], loss, np.arange(2))
