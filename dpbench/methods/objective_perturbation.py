@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbench.methods.base import TRAINING
-from dpbench.methods.output_perturbation import ERMMethod, _pos, check_data, curvature, erm_ball, lipschitz
+from dpbench.methods.output_perturbation import (ERMMethod, _pos, check_data, curvature, erm_ball, lipschitz,
+                                                 logistic_ball_many)
 from dpbench.privacy.mechanisms import sample_l2_laplace
 
 __all__ = ["objective_perturbation_calibration", "ObjPertResult", "objective_perturbation"]
@@ -60,17 +61,26 @@ class ObjPertResult:
 
 
 def objective_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float,
-                           rng: np.random.Generator, noise_factor: float = 1.0) -> ObjPertResult:
+                           rng: np.random.Generator, noise_factor: float = 1.0,
+                           size: int | None = None) -> ObjPertResult:
     """ε-DP objective perturbation on ‖w‖ ≤ R (module docstring; [EXTERNAL] Chaudhuri et al. 2011 Alg. 2).
     ``noise_factor`` is FAULT INJECTION for the privacy audit's broken twins: b is multiplied by it (1 = the
-    mechanism; the reported ``noise_scale`` stays the calibrated one)."""
+    mechanism; the reported ``noise_scale`` stays the calibrated one). ``size`` K: K independent releases on
+    the same data (``w`` (K, d); one draw of K noise vectors, solved together by
+    :func:`~dpbench.methods.output_perturbation.logistic_ball_many` for the logistic loss), e.g. the trials of
+    a privacy audit; None: one release (``w`` (d,))."""
     X, y = check_data(X, y, loss)
     n, d = X.shape
     R = _pos("R", R)
     eps_p, extra = objective_perturbation_calibration(epsilon, n, lam, curvature(loss))
     rho = lipschitz(loss, R)
-    b = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
-    w = erm_ball(loss, X, y, float(lam) + extra, R, b=b)
+    if size is None:
+        b = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
+        w = erm_ball(loss, X, y, float(lam) + extra, R, b=b)
+    else:
+        B = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d, (int(size),))
+        w = (logistic_ball_many(X, y, float(lam) + extra, R, B) if loss == "logistic"
+             else np.stack([erm_ball(loss, X, y, float(lam) + extra, R, b=b) for b in B]))
     return ObjPertResult(w, float(lam), extra, eps_p, 2.0 * rho / eps_p)
 
 

@@ -334,3 +334,38 @@ def test_functional_mechanism_neighbour_ratio():
         bad.append(np.array([fm.functional_mechanism_linear(X, y, 3 * eps, rng, ridge=0.5 / 3).w[0]
                              for _ in range(20_000)]))
     assert max_log_ratio_excess(bad[0], bad[1], bins=20, log_bound=eps)[0] > 0
+
+
+@pytest.mark.parametrize("R", [0.3, 2.0, 1e6])
+def test_logistic_ball_many_solves_every_problem_like_the_single_solve(R):
+    """The batched Newton (distinct rows with counts) gives erm_ball's minimiser for every noise vector, inside
+    the ball and where the constraint binds (handed to the exact KKT solve), with duplicated rows in X."""
+    rng = np.random.default_rng(3)
+    X = unit_rows(rng, 60, 3)
+    X = np.r_[X, np.tile(X[:2], (40, 1)), np.zeros((30, 3))]            # repeated rows and zero rows
+    y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
+    B = rng.standard_normal((50, 3)) * np.r_[np.full(25, 0.5), np.full(25, 80.0)][:, None]
+    W = op.logistic_ball_many(X, y, 0.05, R, B)
+    for k in range(B.shape[0]):
+        np.testing.assert_allclose(W[k], op.erm_ball("logistic", X, y, 0.05, R, b=B[k]), atol=1e-10)
+    assert np.all(np.linalg.norm(W, axis=1) <= R * (1 + 1e-12))
+    with pytest.raises(ValueError, match="B must be"):
+        op.logistic_ball_many(X, y, 0.05, R, B[:, :2])
+
+
+def test_objective_perturbation_many_releases_are_the_mechanism():
+    """size=K: K releases of the same mechanism (calibration unchanged, each row the exact minimiser for its
+    own noise vector), and their distribution matches K single releases (two-sample KS on each coordinate)."""
+    from scipy.stats import ks_2samp
+
+    rng = np.random.default_rng(4)
+    X = unit_rows(rng, 80, 2)
+    y = np.where(rng.random(80) < 0.5, -1.0, 1.0)
+    many = objp.objective_perturbation("logistic", X, y, 0.1, 2.0, 1.0, np.random.default_rng(5), size=3000)
+    one = objp.objective_perturbation("logistic", X, y, 0.1, 2.0, 1.0, np.random.default_rng(6))
+    assert many.w.shape == (3000, 2) and many.noise_scale == one.noise_scale
+    assert many.extra_lam == one.extra_lam and many.epsilon_prime == one.epsilon_prime
+    r6 = np.random.default_rng(6)
+    single = np.array([objp.objective_perturbation("logistic", X, y, 0.1, 2.0, 1.0, r6).w for _ in range(3000)])
+    for j in range(2):
+        assert ks_2samp(many.w[:, j], single[:, j]).pvalue > 1e-3
