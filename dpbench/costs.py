@@ -130,15 +130,46 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
 #: fig5_1-5_6 (5 series) 21 CPU-s in all; chapter 6's fig6_1 / fig6_2 (10 series, 27 CPU-s in one process; the
 #: largest, the patent surrogate, 14 s: 0.5 min per series is an upper bound); the rest not measured.
 STUDY_SERIES_CPU_MIN = {"wu2016/fig3": 68 / 18, "wu2016/fig4": 12 / 64, "membership": 12 / 64, "estimation": 2 / 11,
-                        "audit": 0.2, "song2018/fig5": 0.1, "song2018/fig6": 0.5}
+                        "song2018/fig5": 0.1, "song2018/fig6": 0.5}
 
 
 def default_series_cpu_s(config: dict) -> float:
     return 60.0 * float(config.get("resources", {}).get("default_cpu_minutes", 10))
 
 
-def study_series_cpu_s(config: dict, study: str, figure: str) -> tuple[float, bool]:
-    """(CPU-seconds of one series, measured?) for a study without a cell cost model."""
+#: The audit study: CPU-seconds per trial (per side) of each audited method at the default calibration, and per
+#: cell on top of it, from ``benchmarks/audit_cost.py`` (every method, both ε, the correct implementation and
+#: every twin, one seed; one thread per cell; 2026-11-25). A method's series = its cells (ε × variants × seeds),
+#: each ``trials`` of the config. Per-trial costs of the SGD methods scale with their steps (T), which the smoke
+#: calibrations shrink: there the projection is an upper bound.
+AUDIT_CPU_S_PER_TRIAL = {
+    "model_sensitivity": 8.0e-7, "mean_laplace": 6.1e-7, "mean_gaussian": 5.9e-7, "ldp_mean": 3.5e-7,
+    "ldp_sgd_report": 6.5e-7, "bolt_on": 1.1e-6, "functional_mechanism": 4.7e-6, "objective_perturbation": 4.4e-6,
+    "output_perturbation_erm": 6.0e-5, "scs13": 6.5e-5,       # SCS13: the transcript of 10 updates per trial
+    "loss_perturbation": 2.9e-3, "dpsgd_softmax": 8.8e-3, "dpsgd_mlp": 1.17e-2,   # one training per trial
+    "bst14": 9.7e-2,                                          # one BST14 run of T = 14,576 steps per trial
+}
+AUDIT_CELL_OVERHEAD_S = 0.5
+
+
+def audit_series_cpu_s(config: dict, method: str) -> float:
+    """Projected CPU-seconds of the audit study's series ``method`` (:data:`AUDIT_CPU_S_PER_TRIAL`)."""
+    from dpbench.audit.core import CORRECT, trials_for, variants
+
+    cfg = config["studies"]["audit"]
+    unit = AUDIT_CPU_S_PER_TRIAL.get(method, max(AUDIT_CPU_S_PER_TRIAL.values()))
+    total = 0.0
+    for v in variants(method):
+        seeds = int(cfg["seeds_correct"] if v == CORRECT else cfg["seeds"])
+        total += len(cfg["epsilons"]) * seeds * (AUDIT_CELL_OVERHEAD_S + trials_for(config, method, v) * unit)
+    return total
+
+
+def study_series_cpu_s(config: dict, study: str, figure: str, series: str | None = None) -> tuple[float, bool]:
+    """(CPU-seconds of one series, measured?) for a study without a cell cost model (the audit: per series,
+    :func:`audit_series_cpu_s`)."""
+    if study == "audit" and series is not None:
+        return audit_series_cpu_s(config, series), True
     for key in (f"{study}/{figure[:4]}", study):
         if key in STUDY_SERIES_CPU_MIN:
             return 60.0 * STUDY_SERIES_CPU_MIN[key], True

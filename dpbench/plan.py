@@ -55,7 +55,7 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
                 jobs += 0 if config.get("group_series") else 1
                 largest = max(largest, s_cpu)
         else:
-            s_cpu, measured = costs.study_series_cpu_s(config, study, figure)
+            s_cpu, measured = costs.study_series_cpu_s(config, study, figure, m)
             jobs += 0 if config.get("group_series") else 1
             largest = max(largest, s_cpu)
         cpu += s_cpu
@@ -125,7 +125,8 @@ def report(config: dict, cores: int) -> str:
                      f"({_h(saved + sum(r.shared_saved_s for r in rows))} CPU-h less than once per series)")
     if any(not r.modelled and r.measured for r in rows):
         lines.append("+ no cell cost model for this study: series costed from a measured study total "
-                     "(dpbench/costs.py STUDY_SERIES_CPU_MIN)")
+                     "(dpbench/costs.py STUDY_SERIES_CPU_MIN; the audit: its trials times the measured CPU per "
+                     "trial of each method, AUDIT_CPU_S_PER_TRIAL)")
     if any(not r.modelled and not r.measured for r in rows):
         lines.append(f"* no cell cost model for this study: each series counted as "
                      f"{costs.default_series_cpu_s(config) / 60:g} CPU-min (resources.default_cpu_minutes)")

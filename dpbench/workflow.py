@@ -366,7 +366,7 @@ def series_cpu_s(config: dict, study: str, figure: str, series: str) -> float:
     from dpbench import costs, shards
 
     if not _vdm_like(study):
-        return costs.study_series_cpu_s(config, study, figure)[0]
+        return costs.study_series_cpu_s(config, study, figure, series)[0]
     sp = shards.plan(config, study, figure, series)
     return sum(s.cpu_s for s in sp.all)
 

@@ -245,8 +245,12 @@ SCS13_CHUNK = 5000       # models trained side by side per call (one trial each)
                 "a-coordinate; the canary x = (±a, h), y = +1, h/a = 0.3, has a margin ≪ 0 on both sides from "
                 "the second update on, so its gradients differ by ≈ 2a ≈ 1.9 of 2L there (½ of that in the "
                 "first update, at w = 0). Models trained side by side share the (data-independent) batch order; "
-                "each has its own noise. Statistic: the final model's a-coordinate (the last iterate; the "
-                "updates are not released). The twins scale the noise through the real calibration: "
+                "each has its own noise. Threat model: the whole transcript of the k updates, which the "
+                "composition over passes bounds (the released last iterate is post-processing of it); each "
+                "update is inverted to y_t = (w_{t−1} − w_t)·n/η = S(w_{t−1}) + Z_t, the gradient sum at the "
+                "previous iterate (known to the white-box auditor for D and for D′) plus the noise. Statistic: "
+                "the exact log-likelihood ratio Σ_t β(‖y_t − S_D′(w_{t−1})‖ − ‖y_t − S_D(w_{t−1})‖), β the "
+                "claimed noise's (a common factor: the test does not depend on it). The twins scale the noise through the real calibration: "
                 "noise_x0.5 = calibrated at 2ε; bug_passes_accounted = the budget not split over the passes "
                 "(calibrated at kε, i.e. noise × 1/k).")
 def audit_scs13(config, epsilon, twin, trials, rng):
@@ -258,12 +262,32 @@ def audit_scs13(config, epsilon, twin, trials, rng):
     a = 1.0 / math.sqrt(1.0 + SCS13_TILT ** 2)
     pair = bias_pair(n, a, SCS13_TILT * a)
 
+    dphi = get_loss("logistic").dphi
+    y_lab = -np.ones(n)
+    y_lab[-1] = 1.0
+    beta = epsilon / (2.0 * passes)                         # the claimed noise density ∝ exp(−β‖z‖) per update
+
+    def gradient_sums(X, W):                                # S_X(w) = Σ_i φ′(y_i⟨w, x_i⟩) y_i x_i, rows of W,
+        Z, c = np.unique(np.c_[X, y_lab], axis=0, return_counts=True)     # over the distinct rows with counts
+        return (dphi(Z[:, 2:] * (Z[:, :2] @ W.T)) * Z[:, 2:] * c[:, None]).T @ Z[:, :2]
+
     def side(X):
         def draw(k):
-            Yk = -np.ones((n, k))
-            Yk[-1] = 1.0
-            W, _ = many.scs13_many(X, Yk, "logistic", passes, n, [eps_cal], rng, schedule=lambda t: SCS13_STEP)
-            return W[0, :, 0] * (n / SCS13_STEP)            # the a-coordinate, in units of the gradient sum
+            Yk = np.tile(y_lab[:, None], (1, k))
+            w = np.zeros((passes + 1, k, 2))                # w₀ = 0, w₁, …, w_k of every model
+
+            def observe(t, W):
+                w[t + 1] = W
+
+            W, _ = many.scs13_many(X, Yk, "logistic", passes, n, [eps_cal], rng, schedule=lambda t: SCS13_STEP,
+                                   observe=observe)
+            assert np.array_equal(w[-1], W[0])
+            s = np.zeros(k)
+            for t in range(passes):                         # one update per pass (n = b)
+                y = (w[t] - w[t + 1]) * (n / SCS13_STEP)    # S(w_{t−1}) + Z_t
+                s += beta * (np.linalg.norm(y - gradient_sums(pair[1], w[t]), axis=1)
+                             - np.linalg.norm(y - gradient_sums(pair[0], w[t]), axis=1))
+            return s
         return chunked(trials, draw, chunk=SCS13_CHUNK)
 
     return {"s_d": side(pair[0]), "s_dp": side(pair[1]), "delta": 0.0, "eps_pair": float("nan"),

@@ -52,18 +52,20 @@ def _budget_vectors(epsilons, n_models_per_eps):
 
 
 def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=0.0, radius=None,
-               schedule="inv_sqrt"):
+               schedule="inv_sqrt", observe=None):
     """SCS13 (see :func:`~dpbench.methods.private_psgd.scs13_psgd`) for every ε of ``epsilons`` (E values) and
     every label column of ``Yk`` (n, K) at once: model e·K + k is column k trained at budget ε_e (δ; δ = 0
     → L2-Laplace noise, δ > 0 → classic Gaussian), each pass getting ε_e/k (δ/k). Returns ``(W (E, K, d),
-    info)``, ``info["noise_scale"]`` (E,) as in the one-model function."""
+    info)``, ``info["noise_scale"]`` (E,) as in the one-model function. ``observe(t, W)``: called after every
+    update with the iterates (E·K, d) (:func:`~dpbench.learn.psgd_many.psgd_many`), e.g. by the transcript
+    audit; it does not change the result."""
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     loss = get_loss(loss)
     cal = scs13_calibration(eps, delta, passes, loss.lipschitz)
     hook = gradient_sum_noise_hook(cal["noise_kind"], np.repeat(cal["noise_scale"], K))
     W = psgd_many(X, np.tile(Yk, (1, eps.size)), loss, passes, batch_size, schedule, rng, l2=l2, radius=radius,
-                  batch_noise=hook)
+                  batch_noise=hook, observe=observe)
     return W.reshape(eps.size, K, -1), {k: cal[k] for k in ("noise_kind", "noise_scale", "epsilon_per_pass",
                                                             "delta_per_pass")}
 

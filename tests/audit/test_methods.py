@@ -328,3 +328,33 @@ def test_twin_trials_override_and_validation():
     bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.3": 10}
     with pytest.raises(ConfigError, match=r"methods\.dpsgd_mlp\.twin_trials\.noise_x0\.3"):
         A.validate(bad)
+
+
+def test_scs13_transcript_inversion_recovers_the_noise():
+    """SCS13's audit inverts every update of the study's implementation (scs13_many's observe hook) to the
+    gradient sum at the previous iterate plus the noise: on the audit's pair, y_t − S_D(w_{t−1}) is the
+    update's L2-Laplace noise, whose norm is Gamma(d = 2, 2k/ε) (mean 4k/ε) at every step; the hook is inert."""
+    from dpbench.audit import sgd
+    from dpbench.audit.pairs import bias_pair
+    from dpbench.learn.psgd import get_loss
+    from dpbench.methods.private_psgd_many import scs13_many
+
+    n, passes, eps, k = sgd.SCS13_PUSHERS + 1, 10, 4.0, 4000
+    a = 1.0 / math.sqrt(1.0 + sgd.SCS13_TILT ** 2)
+    Xd, _ = bias_pair(n, a, sgd.SCS13_TILT * a)
+    y = -np.ones(n)
+    y[-1] = 1.0
+    w = np.zeros((passes + 1, k, 2))
+
+    def observe(t, W):
+        w[t + 1] = W
+
+    run = lambda obs: scs13_many(Xd, np.tile(y[:, None], (1, k)), "logistic", passes, n, [eps],  # noqa: E731
+                                 np.random.default_rng(3), schedule=lambda t: sgd.SCS13_STEP, observe=obs)[0]
+    W = run(observe)
+    np.testing.assert_array_equal(W, run(None))
+    dphi = get_loss("logistic").dphi
+    for t in range(passes):
+        S = (dphi(y[:, None] * (Xd @ w[t].T)) * y[:, None]).T @ Xd
+        z = (w[t] - w[t + 1]) * (n / sgd.SCS13_STEP) - S
+        assert np.mean(np.linalg.norm(z, axis=1)) == pytest.approx(4 * passes / eps, rel=0.05)

@@ -48,3 +48,21 @@ def test_plan_counts_the_shared_non_private_fits_once(tiny_config):
     assert set(fp_b.shared) == set(fp.shared)
     text = report(cfg, 2)
     assert "shared non-private fits" in text
+
+
+def test_audit_series_are_projected_from_their_trials():
+    """The audit study's series cost its cells' trials times the method's measured CPU per trial: more trials or
+    seeds cost proportionally more, and the whole default audit is projected at about what it measured."""
+    from dpbench import costs
+    from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.studies import load_config
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    fp = figure_plan(cfg, "audit", "fig_audit")
+    assert fp.measured and 600 < fp.cpu_s < 3000           # measured: ~1,300 CPU-s (benchmarks/audit_cost.py)
+    one = costs.audit_series_cpu_s(cfg, "dpsgd_mlp")
+    more = copy.deepcopy(cfg)
+    more["studies"]["audit"]["seeds"] = 2
+    more["studies"]["audit"]["methods"]["dpsgd_mlp"]["trials"] = 8000
+    assert costs.audit_series_cpu_s(more, "dpsgd_mlp") > 1.9 * one
+    assert set(costs.AUDIT_CPU_S_PER_TRIAL) == set(__import__("dpbench.audit", fromlist=["REGISTRY"]).REGISTRY)
