@@ -36,9 +36,10 @@ FIGURES = {"fig_audit": FigureSpec(
     "ε̂ (95 % lower confidence bound)", _methods(),
     "White-box audit of every private training method at its study's default calibration: worst-case "
     "neighbouring pair, likelihood-ratio statistic of the release, threshold chosen on half of the trials and "
-    "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). DP-SGD: the "
-    "whole transcript of iterates (what its accountant bounds), and the larger of that bound and the μ-GDP "
-    "bound from the AUC (a GDP model of the composition, as in Nasr et al. 2023; column eps_lower_gdp). Filled "
+    "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). DP-SGD, SCS13 "
+    "and BST14: the whole transcript of iterates (what their analyses bound); for DP-SGD and BST14 the larger of "
+    "that bound and the μ-GDP bound from the AUC (a GDP model of the composition, as in Nasr et al. 2023; column "
+    "eps_lower_gdp). Filled "
     "markers: correct implementation; open markers: broken twins (noise × f, known bugs), which must land "
     "above the line ε̂ = ε. ε_pair (crosses): the exact ε of the audited pair at the correct calibration, the "
     "most any test can show on it.",
@@ -220,7 +221,8 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     s = summary(df)
     lines = [figure(name).caption, DATA_NOTE]
     lines += [f"Note: {d}" for d in deviations(config["studies"][STUDY], name)]
-    lines.append("Runtime of the audit (CPU seconds, all cells): " + f"{df['runtime_s'].sum():.0f}")
+    cpu = f", CPU {df['cpu_s'].sum():.0f} s" if "cpu_s" in df else ""
+    lines.append(f"Runtime of the audit (all cells, one thread each): wall {df['runtime_s'].sum():.0f} s{cpu}")
     for r in s.itertuples():
         gdp = f"; Clopper–Pearson {r.eps_cp_median:.3f}, GDP {r.eps_gdp_median:.3f}" if np.isfinite(
             r.eps_gdp_median) else ""
