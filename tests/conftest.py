@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+import yaml
 
 from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
@@ -87,6 +89,11 @@ TINY = {
         },
     }
 }
+
+# the privacy audit on tiny runs: the smoke profile's reduced audit (without it the whole-workflow tests would
+# run the default audit's trial counts — minutes of SCS13 and DP-SGD trials — on the tiny calibrations)
+TINY["studies"]["audit"] = yaml.safe_load((Path(DEFAULT_CONFIG_PATH).parent / "config" / "smoke.yaml")
+                                          .read_text())["studies"]["audit"]
 
 
 @pytest.fixture(scope="session")
