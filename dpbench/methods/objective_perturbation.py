@@ -78,6 +78,8 @@ def objective_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float
         b = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d)
         w = erm_ball(loss, X, y, float(lam) + extra, R, b=b)
     else:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"size must be None or a positive integer, got {size!r}")
         B = float(noise_factor) * sample_l2_laplace(rng, eps_p / (2.0 * rho), d, (int(size),))
         w = (logistic_ball_many(X, y, float(lam) + extra, R, B) if loss == "logistic"
              else np.stack([erm_ball(loss, X, y, float(lam) + extra, R, b=b) for b in B]))

@@ -369,3 +369,6 @@ def test_objective_perturbation_many_releases_are_the_mechanism():
     single = np.array([objp.objective_perturbation("logistic", X, y, 0.1, 2.0, 1.0, r6).w for _ in range(3000)])
     for j in range(2):
         assert ks_2samp(many.w[:, j], single[:, j]).pvalue > 1e-3
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="size must be"):
+            objp.objective_perturbation("logistic", X, y, 0.1, 2.0, 1.0, np.random.default_rng(7), size=bad)
