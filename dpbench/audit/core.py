@@ -36,6 +36,23 @@ def trials_for(config: dict, name: str, variant: str = CORRECT) -> int:
     return int((m.get("twin_trials") or {}).get(variant, m.get("trials", a["trials"])))
 
 
+def correct_family_size(config: dict) -> int:
+    """The number of audits of correct implementations in the audit study of ``config``: methods (``series``,
+    default every registered one) × claimed ε × ``seeds_correct``."""
+    a = config["studies"]["audit"]
+    methods = a.get("series") or list(REGISTRY)
+    return len(methods) * len(a["epsilons"]) * int(a.get("seeds_correct", a["seeds"]))
+
+
+def alpha_for(config: dict, variant: str) -> float:
+    """Confidence level of one cell's bound. A twin is caught at ``alpha`` (its bound exceeds ε with confidence
+    1 − α). A correct implementation is tested at α/m, m = :func:`correct_family_size` (Bonferroni): the whole
+    audit raises no false PRIVACY BUG with probability ≥ 1 − α even where the pair is tight (ε_pair = ε, e.g. the
+    clipped mean, whose 95 % bound would exceed ε in up to 5 % of audits: 1 of 20 seeds at ε = 4, measured)."""
+    alpha = float(config["studies"]["audit"]["alpha"])
+    return alpha if variant != CORRECT else alpha / correct_family_size(config)
+
+
 def cell_key(name: str, epsilon: float, variant: str, seed_index: int, trials: int) -> str:
     return f"audit/{name}/eps={float(epsilon)!r}/{variant}/trials={int(trials)}/seed={int(seed_index)}"
 
@@ -47,12 +64,12 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     where the method's audit declares its release a long composition of Gaussian steps (``gdp``), the μ-GDP bound
     from the AUC (:func:`dpbench.audit.stats.gdp_epsilon_lower_bound`, ``eps_lower_gdp``; NaN elsewhere).
     ``eps_hat`` = the larger of the two; ``fires``: ``eps_hat`` exceeds the claimed ε. For the correct
-    implementation a firing audit is a PRIVACY BUG; for a twin, firing = caught."""
+    implementation a firing audit is a PRIVACY BUG; for a twin, firing = caught. Confidence: :func:`alpha_for`."""
     m = method(name)
     if variant != CORRECT and variant not in m.twins:
         raise ValueError(f"{name} has no twin {variant!r}; twins: {list(m.twins)}")
     trials = int(trials if trials is not None else trials_for(config, name, variant))
-    alpha = float(config["studies"]["audit"]["alpha"])
+    alpha = alpha_for(config, variant)
     key = cell_key(name, epsilon, variant, seed_index, trials)
     t0, c0 = time.perf_counter(), time.process_time()
     out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))

@@ -358,3 +358,23 @@ def test_scs13_transcript_inversion_recovers_the_noise():
         S = (dphi(y[:, None] * (Xd @ w[t].T)) * y[:, None]).T @ Xd
         z = (w[t] - w[t + 1]) * (n / sgd.SCS13_STEP) - S
         assert np.mean(np.linalg.norm(z, axis=1)) == pytest.approx(4 * passes / eps, rel=0.05)
+
+
+def test_correct_implementations_are_tested_family_wise(config):
+    """A twin is caught at α; every correct implementation is tested at α/m (m = methods × ε × seeds_correct,
+    Bonferroni), so the whole audit raises no false PRIVACY BUG with probability ≥ 1 − α — also where the pair is
+    tight (ε_pair = ε), where a per-cell 95 % bound exceeds ε in up to 5 % of audits."""
+    import copy
+
+    from dpbench.audit.core import alpha_for, correct_family_size
+
+    a = config["studies"]["audit"]
+    m = len(REGISTRY) * len(a["epsilons"]) * int(a["seeds_correct"])
+    assert correct_family_size(config) == m
+    assert alpha_for(config, "correct") == pytest.approx(a["alpha"] / m)
+    assert alpha_for(config, "noise_x0.5") == a["alpha"]
+    sub = copy.deepcopy(config)
+    sub["studies"]["audit"]["series"] = ["mean_laplace", "ldp_mean"]
+    assert correct_family_size(sub) == 2 * len(a["epsilons"]) * int(a["seeds_correct"])
+    r = run_cell(config, "ldp_mean", 1.0, "correct", 0, 20_000)
+    assert r["alpha"] == pytest.approx(a["alpha"] / m)
