@@ -184,13 +184,12 @@ def _logistic_canary(W, x):
                 "det ∇²F_D/det ∇²F_D′, Chaudhuri et al. 2011 proof of Thm 9), exact for interior solutions.")
 def audit_objective_perturbation(config, epsilon, twin, trials, rng):
     from dpbench.methods.objective_perturbation import objective_perturbation
+    from dpbench.methods.output_perturbation import distinct_rows
 
     p = ch4_settings(config, epsilon)
     n = p["n"]
     Xd, Xp, y, R, _ = _objp_pair(config, epsilon)
-    # the other records as distinct rows with counts (the pair has two kinds): the same sums, cheaper
-    Z, counts = np.unique(np.c_[Xd[:-1], y[:-1]], axis=0, return_counts=True)
-    others, yo = Z[:, :-1], Z[:, -1]
+    others, yo, counts = distinct_rows(Xd[:-1], y[:-1])   # the other records (two kinds) with their counts
     f = factor(twin)
 
     def llr(W, lam_tot, beta):       # W (k, d): one released model per row

@@ -1,7 +1,7 @@
 """Audits of the noisy-SGD methods: DP-SGD (vdm2020 Eq. 4; softmax and the MLP of the Fig. 7 substitute), bolt-on
 PSGD, SCS13 and BST14 (wu2016 ch. 3). Where the noise enters the training every trial is a training. DP-SGD is
-audited on its whole transcript of iterates (what its accountant bounds), and so is BST14 (the engine's observe hook);
-SCS13 on the last iterate; bolt-on adds its noise after a PSGD run with a shared order. Conventions: :mod:`dpbench.audit.methods`."""
+audited on its whole transcript of iterates (what its accountant bounds), and so are SCS13 and BST14 (the engine's
+observe hook); bolt-on adds its noise after a PSGD run with a shared order. Conventions: :mod:`dpbench.audit.methods`."""
 
 from __future__ import annotations
 
@@ -255,6 +255,7 @@ SCS13_CHUNK = 5000       # models trained side by side per call (one trial each)
                 "(calibrated at kε, i.e. noise × 1/k).")
 def audit_scs13(config, epsilon, twin, trials, rng):
     from dpbench.methods import private_psgd_many as many
+    from dpbench.methods.output_perturbation import distinct_rows
 
     passes = ch3_settings(config)["passes"]
     eps_cal = epsilon / factor(twin) * (passes if twin == "bug_passes_accounted" else 1)
@@ -267,9 +268,11 @@ def audit_scs13(config, epsilon, twin, trials, rng):
     y_lab[-1] = 1.0
     beta = epsilon / (2.0 * passes)                         # the claimed noise density ∝ exp(−β‖z‖) per update
 
-    def gradient_sums(X, W):                                # S_X(w) = Σ_i φ′(y_i⟨w, x_i⟩) y_i x_i, rows of W,
-        Z, c = np.unique(np.c_[X, y_lab], axis=0, return_counts=True)     # over the distinct rows with counts
-        return (dphi(Z[:, 2:] * (Z[:, :2] @ W.T)) * Z[:, 2:] * c[:, None]).T @ Z[:, :2]
+    rows = [distinct_rows(X, y_lab) for X in pair]          # D's and D′'s records with their counts
+
+    def gradient_sums(side, W):                             # S(w) = Σ_i φ′(y_i⟨w, x_i⟩) y_i x_i, rows of W
+        Xu, yu, c = rows[side]
+        return (dphi(yu[:, None] * (Xu @ W.T)) * (yu * c)[:, None]).T @ Xu
 
     def side(X):
         def draw(k):
@@ -285,8 +288,8 @@ def audit_scs13(config, epsilon, twin, trials, rng):
             s = np.zeros(k)
             for t in range(passes):                         # one update per pass (n = b)
                 y = (w[t] - w[t + 1]) * (n / SCS13_STEP)    # S(w_{t−1}) + Z_t
-                s += beta * (np.linalg.norm(y - gradient_sums(pair[1], w[t]), axis=1)
-                             - np.linalg.norm(y - gradient_sums(pair[0], w[t]), axis=1))
+                s += beta * (np.linalg.norm(y - gradient_sums(1, w[t]), axis=1)
+                             - np.linalg.norm(y - gradient_sums(0, w[t]), axis=1))
             return s
         return chunked(trials, draw, chunk=SCS13_CHUNK)
 

@@ -57,7 +57,7 @@ LOSSES = ("squared", "logistic")
 
 __all__ = [
     "LOSSES", "lipschitz", "curvature", "sensitivity_alg5", "sensitivity_alg6", "sensitivity_tight",
-    "op_sensitivity", "check_data", "ridge_ball", "erm_ball", "logistic_ball_many", "solve_erm", "mean_loss", "OPResult",
+    "op_sensitivity", "check_data", "ridge_ball", "erm_ball", "distinct_rows", "logistic_ball_many", "solve_erm", "mean_loss", "OPResult",
     "output_perturbation", "output_perturbation_strongly_convex", "data_independent_parameters",
     "oracle_lambda_grid", "oracle_output_perturbation", "tuning_lambda_grid", "utility_sensitivity",
     "clipped_mean_loss", "TuningResult", "make_chunks", "private_tuning",
@@ -308,6 +308,14 @@ def erm_ball(loss: str, X: np.ndarray, y: np.ndarray, lam: float, R: float | Non
     return w * (R / nw) if nw > R else w
 
 
+def distinct_rows(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (x, y) records of a dataset and how often each occurs: ``(X_u (u, d), y_u (u,), counts (u,))``.
+    A sum of per-record terms equals the count-weighted sum over them — as cheap as u rows instead of n (a few on
+    a privacy audit's constructed pairs)."""
+    Z, counts = np.unique(np.c_[X, y], axis=0, return_counts=True)
+    return Z[:, :-1], Z[:, -1], counts
+
+
 def logistic_ball_many(X: np.ndarray, y: np.ndarray, lam: float, R: float, B: np.ndarray,
                        tol: float = 1e-12, maxiter: int = 100) -> np.ndarray:
     """:func:`erm_ball` with the logistic loss for K noise vectors at once: row k of the result is
@@ -328,8 +336,8 @@ def logistic_ball_many(X: np.ndarray, y: np.ndarray, lam: float, R: float, B: np
     W = np.zeros((K, d))
     # the mean loss over the distinct (x, y) rows weighted by their counts: the same objective, and the cost
     # per iteration scales with the number of distinct rows (a few on an audit's pair, n on real data)
-    Z, counts = np.unique(np.c_[X, y], axis=0, return_counts=True)
-    Xu, Xy, wu = Z[:, :d], Z[:, :d] * Z[:, d:], (counts / n)[:, None]
+    Xu, yu, counts = distinct_rows(X, y)
+    Xy, wu = Xu * yu[:, None], (counts / n)[:, None]
 
     def value(W_, rows):
         return ((np.logaddexp(0.0, -(Xy @ W_.T)) * wu).sum(axis=0) + 0.5 * lam * np.einsum("kd,kd->k", W_, W_)
