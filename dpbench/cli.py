@@ -7,6 +7,8 @@
     dpbench run vdm2020 fig1a loss_perturbation [--out FILE] [--jobs N]   one series without Snakemake
     dpbench plan [--configfile FILE ...] [--cores N]  jobs, cells, projected CPU-hours and wall time of a run
     dpbench audit METHOD [--epsilon E] [--trials N]    white-box privacy audit of one method and its broken twins
+    dpbench compare RUN [REFERENCE]                    a run's figure points and claims against a reference run
+    dpbench reference RESULTS OUT [--figures DIR]      write a run's reference summaries (docs/reference/<name>)
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ COMMANDS = {
     "summary": "summarise result Parquet files (mean ± std per series and x) or print the verdicts of an "
                "anchors.parquet",
     "audit": "white-box privacy audit of one method (dpbench.audit) and its broken twins",
+    "compare": "compare a run with a reference: every figure point (difference in standard errors) and every "
+               "claim's verdict; exit 1 when one differs",
+    "reference": "write the reference summaries of a run (per-figure mean ± standard error CSVs, the claims, "
+                 "provenance, optionally compact PNGs)",
 }
 
 
@@ -50,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["run"].add_argument("--out")
     sub.choices["run"].add_argument("--jobs", type=int, default=1)
     sub.choices["plan"].add_argument("--cores", type=int, default=None, help="cores to project on (default: all)")
+    sub.choices["plan"].add_argument("--measured", metavar="RESULTS",
+                                     help="a results folder of a finished run: print each figure's measured CPU "
+                                          "(its jobs' job_cpu_s) beside the projection")
     p = sub.add_parser("summary", help=COMMANDS["summary"], description=COMMANDS["summary"])
     p.add_argument("files", nargs="+", help="result Parquet files or folders, or an anchors.parquet")
     p = sub.add_parser("audit", help=COMMANDS["audit"], description=COMMANDS["audit"])
@@ -59,6 +68,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-twins", action="store_true", help="audit the correct implementation only")
     p.add_argument("--seed-index", type=int, default=0, help="which repetition's seed to use (default 0)")
     p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
+    p = sub.add_parser("compare", help=COMMANDS["compare"], description=COMMANDS["compare"],
+                       epilog="The threshold and its justification: `python -c 'import dpbench.reference as r; "
+                              "help(r)'` or docs/reference/README.md.")
+    p.add_argument("run", help="a results folder (e.g. results/) or a reference folder")
+    p.add_argument("reference", nargs="?", default=None,
+                   help="a reference folder (default: docs/reference/default for a run of config.yaml, "
+                        "docs/reference/smoke for a run of config/smoke.yaml, chosen by the run's config hash)")
+    p.add_argument("--alpha", type=float, default=None, help="family-wise false-alarm rate (default 0.01)")
+    p.add_argument("--csv", help="write every compared point with its z to this CSV")
+    p = sub.add_parser("reference", help=COMMANDS["reference"], description=COMMANDS["reference"])
+    p.add_argument("results", help="the run's results folder")
+    p.add_argument("out", help="the reference folder to write (e.g. docs/reference/smoke)")
+    p.add_argument("--figures", help="the run's figures folder: also write its PNGs, downscaled")
+    p.add_argument("--note", default="", help="a sentence stored in meta.json (how the run was made)")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "figures":
@@ -75,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
             from dpbench.plan import report
 
-            print(report(_config(args), args.cores or os.cpu_count() or 1))
+            print(report(_config(args), args.cores or os.cpu_count() or 1, measured=args.measured))
         elif args.cmd == "check-config":
             _config(args)
             print("config OK")
@@ -111,7 +134,22 @@ def main(argv: list[str] | None = None) -> int:
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
         elif args.cmd == "summary":
             summary(args.files)
-    except (ConfigError, ValueError, OSError) as exc:  # OSError: e.g. a folder that became unwritable
+        elif args.cmd == "reference":
+            from dpbench.reference import write_reference
+
+            n = write_reference(args.results, args.out, args.figures, note=args.note)
+            print(f"{args.out}: {n['figures']} figures, {n['points']} points, {n['claims']} claims, "
+                  f"{n['pngs']} PNGs")
+        elif args.cmd == "compare":
+            from dpbench import reference as R
+
+            ref = args.reference or R.default_reference(args.run)
+            c = R.compare(args.run, ref, alpha=R.ALPHA if args.alpha is None else args.alpha)
+            if args.csv:
+                c.points.to_csv(args.csv, index=False)
+            print(R.report_text(c, ref, args.run))
+            return 1 if c.failed else 0
+    except (ConfigError, ValueError, OSError) as exc:  # OSError: e.g. a folder that became unwritable, a missing file
         print(f"dpbench: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,173 @@
+"""Reference results and ``dpbench compare``: point keys found from the rows, the threshold, claims, missing
+points, timing metrics, the default reference chosen by the run's grid, and an injected change (Laplace noise
+× 1.5 in one estimation series) flagged on exactly the points it moves."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpbench import reference as R
+from dpbench.cli import main
+from dpbench.results import provenance, write_parquet
+
+
+def rows(shift=0.0, reps=20, seed=0, series=("a", "b"), timing=False):
+    """Result rows of one figure: two series over x, a per-repetition column (``noise_scale`` drawn per rep) and
+    an axis column (``panel``) that separates points at one repetition."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in series:
+        for panel in ("left", "right"):
+            for x in (1.0, 2.0, 4.0):
+                for rep in range(reps):
+                    v = x + (panel == "right") + rng.normal(0, 0.1) + (shift if s == "b" and x == 4.0 else 0.0)
+                    out.append({"study": "toy", "figure": "f1", "series": s, "method": s, "dataset_variant": "real",
+                                "metric": "accuracy", "x_name": "epsilon", "x": x, "panel": panel, "rep": rep,
+                                "noise_scale": rng.uniform(), "value": v, "seed": 1, "runtime_s": rng.uniform()})
+                    if timing:
+                        out.append({**out[-1], "metric": "runtime_s_fit", "value": rng.uniform()})
+    return pd.DataFrame(out)
+
+
+def write_run(root, df, claims=None, config=None):
+    (root / "toy" / "f1").mkdir(parents=True, exist_ok=True)
+    for s, g in df.groupby("series"):
+        write_parquet(g, root / "toy" / "f1" / f"{s}.parquet", provenance({"seed": 1}))
+    if claims is not None:
+        write_parquet(pd.DataFrame(claims), root / "claims.parquet", provenance({"seed": 1}, kind="claims"))
+    if config is not None:
+        (root / ".jobs").mkdir(exist_ok=True)
+        (root / ".jobs" / "config-0.json").write_text(json.dumps(config))
+    return root
+
+
+CLAIMS = [{"study": "toy", "figure": "f1", "claim": "c1", "statement": "b beats a", "measured": "0.1",
+           "verdict": "holds", "reason": "", "reduced_grid": False}]
+
+
+def test_point_columns_keep_axes_and_drop_per_repetition_columns():
+    key = R.point_columns(rows())
+    assert "panel" in key and "x" in key and "series" in key
+    assert "noise_scale" not in key and "rep" not in key and "value" not in key
+    pts = R.summarise_points(rows())
+    assert len(pts) == 2 * 2 * 3 and (pts["n"] == 20).all()
+    assert np.allclose(pts["se"], pts["std"] / np.sqrt(20))
+
+
+def test_identical_run_passes_and_a_shift_is_flagged_on_exactly_its_points(tmp_path):
+    ref = tmp_path / "ref"
+    write_run(tmp_path / "run0", rows(), CLAIMS)
+    R.write_reference(tmp_path / "run0", ref)
+    same = R.compare(write_run(tmp_path / "run1", rows(), CLAIMS), ref)
+    assert not same.failed and (same.points["z"] == 0).all() and (same.points["status"] == "ok").all()
+    moved = R.compare(write_run(tmp_path / "run2", rows(shift=0.5), CLAIMS), ref)
+    assert moved.failed
+    flagged = moved.points[moved.points["status"] == "differs"]
+    assert set(zip(flagged["series"], flagged["point"].str.contains("x=4"))) == {("b", True)}
+    assert len(flagged) == 2  # b at x = 4 in both panels; nothing else
+    # another seed: every point moves a little, none beyond the family-wise threshold
+    other = R.compare(write_run(tmp_path / "run3", rows(seed=7), CLAIMS), ref)
+    assert not other.failed and (other.points["z"] != 0).any()
+
+
+def test_changed_or_missing_claims_and_missing_points_fail(tmp_path):
+    ref = tmp_path / "ref"
+    write_run(tmp_path / "run0", rows(), CLAIMS)
+    R.write_reference(tmp_path / "run0", ref)
+    changed = [{**CLAIMS[0], "verdict": "does not hold", "measured": "-0.1"}]
+    c = R.compare(write_run(tmp_path / "run1", rows(), changed), ref)
+    assert c.failed and list(c.claims["status"]) == ["changed"]
+    assert "CHANGED  claim toy/f1 c1: holds -> does not hold" in R.report_text(c, ref, tmp_path / "run1")
+    c = R.compare(write_run(tmp_path / "run2", rows(), []), ref)
+    assert c.failed and list(c.claims["status"]) == ["missing"]
+    c = R.compare(write_run(tmp_path / "run3", rows(series=("a",)), CLAIMS), ref)
+    assert c.failed and set(c.points.loc[c.points["status"] == "missing", "series"]) == {"b"}
+
+
+def test_timing_metrics_are_listed_not_compared(tmp_path):
+    ref = tmp_path / "ref"
+    write_run(tmp_path / "run0", rows(timing=True), CLAIMS)
+    R.write_reference(tmp_path / "run0", ref)
+    c = R.compare(write_run(tmp_path / "run1", rows(timing=True, seed=3).assign(
+        value=lambda d: np.where(d["metric"] == "accuracy", rows(timing=True)["value"], d["value"] * 100)), CLAIMS), ref)
+    assert not c.failed
+    assert (c.points.loc[c.points["metric"] == "runtime_s_fit", "status"] == "timing").all()
+
+
+def test_one_repetition_points_are_compared_exactly(tmp_path):
+    ref = tmp_path / "ref"
+    write_run(tmp_path / "run0", rows(reps=1), CLAIMS)
+    R.write_reference(tmp_path / "run0", ref)
+    assert not R.compare(write_run(tmp_path / "run1", rows(reps=1), CLAIMS), ref).failed
+    c = R.compare(write_run(tmp_path / "run2", rows(reps=1, shift=1e-3), CLAIMS), ref)
+    assert set(c.points.loc[c.points["status"] == "differs", "series"]) == {"b"}
+
+
+def test_default_reference_is_chosen_by_the_grid_and_the_cli_exit_codes(tmp_path, capsys):
+    cfg = {"seed": 1, "studies": {"toy": {"n": 3}}, "data": {"cache_dir": "data"}, "results_dir": "x"}
+    other = {**cfg, "studies": {"toy": {"n": 4}}}
+    write_run(tmp_path / "run0", rows(), CLAIMS, cfg)
+    root = tmp_path / "refs"
+    R.write_reference(tmp_path / "run0", root / "mine")
+    write_run(tmp_path / "run_b", rows(), CLAIMS, other)
+    R.write_reference(tmp_path / "run_b", root / "theirs")
+    # paths and parallelism do not change the grid; the studies do
+    run = write_run(tmp_path / "run1", rows(), CLAIMS, {**cfg, "results_dir": "elsewhere", "n_jobs": 4})
+    assert R.default_reference(run, root) == str(root / "mine")
+    with pytest.raises(ValueError, match="no reference matches"):
+        R.default_reference(write_run(tmp_path / "run2", rows(), CLAIMS, {**cfg, "seed": 2}), root)
+    assert main(["compare", str(run), str(root / "mine")]) == 0
+    assert "OK:" in capsys.readouterr().out
+    assert main(["compare", str(write_run(tmp_path / "run3", rows(shift=1.0), CLAIMS)), str(root / "mine")]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS  toy/f1 b accuracy" in out and out.strip().splitlines()[-1].startswith("FAIL")
+    assert main(["compare", str(tmp_path / "nothing"), str(root / "mine")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+def _estimation_run(config, root, monkeypatch=None):
+    """The estimation study's mean_vs_d figure computed in-process into ``root`` as a results folder."""
+    from dpbench.runner import run_series
+    from dpbench.studies import STUDIES
+
+    cfg = copy.deepcopy(config)
+    cfg["results_dir"], cfg["cache_dir"] = str(root), str(root / "cache")
+    for s in STUDIES["estimation"].series(cfg["studies"]["estimation"], "mean_vs_d"):
+        run_series(cfg, "estimation", "mean_vs_d", s, root / "estimation" / "mean_vs_d" / f"{s}.parquet")
+    return root
+
+
+def test_noise_x1_5_in_one_method_is_flagged_on_exactly_the_points_it_moves(tiny_config, tmp_path, monkeypatch):
+    from dpbench.methods import estimation as est
+
+    config = copy.deepcopy(tiny_config)
+    config["studies"]["estimation"]["figures"]["mean_vs_d"].update(repetitions=40, dims=[2, 8, 32])
+    _estimation_run(config, tmp_path / "base")
+    ref = tmp_path / "ref"
+    R.write_reference(tmp_path / "base", ref)
+    assert not R.compare(_estimation_run(config, tmp_path / "again"), ref).failed  # bit-identical rerun
+
+    calibrate = est.calibrate
+
+    def louder(mechanism, *a, **kw):
+        c = calibrate(mechanism, *a, **kw)
+        return est.Calibration(**{**c.__dict__, "scale": c.scale * 1.5}) if mechanism == "laplace" else c
+
+    monkeypatch.setattr(est, "calibrate", louder)
+    c = R.compare(_estimation_run(config, tmp_path / "louder"), ref)
+    flagged = c.points[c.points["status"] == "differs"]
+    moved = c.points[c.points["z"] != 0]
+    assert c.failed
+    assert set(moved["series"]) == {"laplace"} and set(flagged["series"]) == {"laplace"}
+    # the noise moves the private error (and the total error it is part of), never the clipping error
+    assert "clipped_error" not in set(flagged["metric"]) and "privacy_error" in set(flagged["metric"])
+    assert (flagged.loc[flagged["metric"] == "privacy_error", "point"].str.len() > 0).all()
+    # the errors at d = 8 and 32 move by ~5-7 standard errors and are flagged; at d = 2 the shift (0.19 on 0.38)
+    # is ~2.5 standard errors of 40 repetitions: within the family-wise threshold (3.6), as it should be
+    got = sorted(zip(flagged["metric"], flagged["point"].str.extract(r"x=(\d+)")[0]))
+    assert got == [("l2_error", "32"), ("l2_error", "8"), ("privacy_error", "32"), ("privacy_error", "8")]
