@@ -52,6 +52,28 @@ VDM2020_UNIT_COSTS = {
 #: first): ``dpbench plan`` counts each such fit of the tuning phase once per study. (Final fits are at the λ
 #: each series chose, so they are counted per series; loss perturbation's warm start is not charged to it.)
 SHARED_NP_FIT_SERIES = ("model_sensitivity", "prediction_sensitivity", "non_private")
+#: CPU-seconds of a plot, anchor-check or claims job (reads Parquet, draws; measured 2-6 s with start-up)
+PLOT_CPU_S = 3.0
+#: CPU-seconds of a study's dataset job at the default config (download or substitute generation, parsing),
+#: measured on the full-grid run (2026-11-26, no network: the labelled substitutes are generated)
+DATASET_CPU_S = {"vdm2020": 30.0, "membership": 16.0, "wu2016": 8.0, "song2018": 7.0, "estimation": 1.0,
+                 "audit": 1.0}
+
+
+#: CPU-seconds of a figure-data job (:meth:`Study.figure_data`) at the default config: vdm2020's MNIST-1M, 940,000
+#: generated digits beyond the 60,000 of the dataset job (12.1 s per 60,000 measured: ~190 CPU-s).
+FIGURE_DATA_CPU_S = {("vdm2020", "mnist1m"): 190.0}
+
+
+def figure_data_cpu_s(config: dict, study: str, name: str) -> float:
+    return FIGURE_DATA_CPU_S.get((study, name), 60.0)
+
+
+def dataset_cpu_s(config: dict, study: str) -> float:
+    """Projected CPU-seconds of ``study``'s dataset job (:data:`DATASET_CPU_S`; 10 s for a study not listed)."""
+    return DATASET_CPU_S.get(study, 10.0)
+
+
 #: Seconds a Snakemake job spends starting (imports, DAG check) before its first cell.
 JOB_OVERHEAD_S = 5.0
 _N_REF = 60_000
@@ -124,6 +146,69 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
     return 0.0, _by_n("lp_cell", n)
 
 
+#: Measured CPU-seconds of every figure of the studies without a cell cost model at the default config
+#: (``config.yaml``), one ``snakemake FIGURE --cores 1`` per figure in this order, on a persistent cache (a cell
+#: computed by an earlier figure is not paid again), 2026-11-26, 2-core machine, no network (labelled substitutes):
+#: user + system of the whole invocation less Snakemake's own process (2.3 s, measured on an up-to-date target),
+#: the study's dataset job (in its first figure) and the plot job (:data:`PLOT_CPU_S`).
+MEASURED_FIGURE_CPU_S = {
+    ("estimation", "mean_vs_d"): 19.8 - 2.3 - 1 - 3, ("estimation", "cov_vs_d"): 10.0 - 2.3 - 3,
+    ("estimation", "ldp_vs_n"): 11.0 - 2.3 - 3,
+    ("membership", "fig_attack_diabetes"): 61.0 - 2.3 - 16 - 3, ("membership", "fig_attack_covertype"): 57.9 - 2.3 - 3,
+    ("membership", "fig_attack_mnist"): 71.6 - 2.3 - 3, ("membership", "fig_roc"): 13.7 - 2.3 - 3,
+    ("membership", "fig_eps_lower_bound"): 13.6 - 2.3 - 3, ("membership", "table_generalisation"): 11.4 - 2.3 - 3,
+    ("wu2016", "fig4_1"): 16.2 - 2.3 - 8 - 3, ("wu2016", "fig4_2"): 13.4 - 2.3 - 3, ("wu2016", "fig4_3"): 7.4 - 2.3 - 3,
+    ("wu2016", "fig4_5"): 12.2 - 2.3 - 3, ("wu2016", "fig4_6"): 10.1 - 2.3 - 3, ("wu2016", "fig4_7"): 8.4 - 2.3 - 3,
+    ("wu2016", "fig4_8"): 19.4 - 2.3 - 3,
+    ("song2018", "fig5_1"): 14.5 - 2.3 - 7 - 3, ("song2018", "fig5_4"): 15.1 - 2.3 - 3, ("song2018", "fig5_5"): 6.6 - 2.3 - 3,
+    ("song2018", "fig5_6"): 8.6 - 2.3 - 3, ("song2018", "table5_1"): 12.8 - 2.3 - 3, ("song2018", "fig6_1"): 26.0 - 2.3 - 3,
+    ("song2018", "fig6_2"): 21.8 - 2.3 - 3, ("song2018", "table6_1"): 6.2 - 2.3 - 3, ("song2018", "table6_4"): 6.1 - 2.3 - 3,
+    ("song2018", "fig7_4"): 53.0 - 2.3 - 3, ("song2018", "table7_1"): 14.5 - 2.3 - 3, ("song2018", "table7_2"): 139.4 - 2.3 - 3,
+    ("song2018", "table7_3"): 11.8 - 2.3 - 3, ("song2018", "fig7_5"): 8.4 - 2.3 - 3, ("song2018", "fig3_3"): 5.7 - 2.3 - 3,
+    ("song2018", "fig3_1"): 17.9 - 2.3 - 3, ("song2018", "fig3_2"): 49.5 - 2.3 - 3,
+}
+#: keys of a figure's or study's settings that scale its work linearly (a list scales it by its length)
+SIZE_KEYS = ("repetitions", "runs", "trials", "queries", "teachers", "n", "n_train", "n_members", "permutations",
+             "shadow_models", "repeats", "chain_length", "passes", "epochs", "chunks")
+
+
+def _size_ratio(have, want) -> float:
+    """How much more work the settings ``have`` describe than ``want`` (the default): the product over the
+    settings both have of the ratio of list lengths and of :data:`SIZE_KEYS` values (a coarse model: the work of
+    these studies is a product of grid sizes and repetitions)."""
+    if isinstance(have, dict) and isinstance(want, dict):
+        r = 1.0
+        for k in have.keys() & want.keys():
+            if isinstance(have[k], (dict, list)):
+                r *= _size_ratio(have[k], want[k])
+            elif k in SIZE_KEYS and isinstance(have[k], (int, float)) and isinstance(want[k], (int, float)) \
+                    and want[k] > 0 and not isinstance(have[k], bool):
+                r *= float(have[k]) / float(want[k])
+        return r
+    if isinstance(have, list) and isinstance(want, list) and want:
+        if all(isinstance(v, dict) for v in have + want):
+            return max(1e-6, len(have) / len(want))
+        return len(have) / len(want)
+    return 1.0
+
+
+def measured_figure_cpu_s(config: dict, study: str, figure: str) -> float | None:
+    """Projected CPU-seconds of a figure of a study without a cell cost model: :data:`MEASURED_FIGURE_CPU_S` at the
+    default config, scaled by :func:`_size_ratio` of the figure's settings and the study's top-level scalar and
+    list settings against ``config.yaml``'s; None when the figure was not measured."""
+    base = MEASURED_FIGURE_CPU_S.get((study, figure))
+    if base is None:
+        return None
+    from dpbench.config import DEFAULT_CONFIG_PATH, load_yaml
+
+    default = (load_yaml(DEFAULT_CONFIG_PATH).get("studies") or {}).get(study) or {}
+    have = config["studies"].get(study) or {}
+    top = lambda c: {k: v for k, v in c.items() if k != "figures" and not isinstance(v, dict)}  # noqa: E731
+    ratio = (_size_ratio((have.get("figures") or {}).get(figure) or {}, (default.get("figures") or {}).get(figure) or {})
+             * _size_ratio(top(have), top(default)))
+    return max(0.0, base) * ratio
+
+
 #: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at
 #: the default config on 2 cores (both busy): wu2016 ch. 3 (fig3_2-3_4, 18 series) 34 min; wu2016 ch. 4 plus the
 #: membership study (64 series) 6 min; the estimation study (11 series) about 1 min. song2018: chapter 5's figures
@@ -170,6 +255,12 @@ def study_series_cpu_s(config: dict, study: str, figure: str, series: str | None
     :func:`audit_series_cpu_s`)."""
     if study == "audit" and series is not None:
         return audit_series_cpu_s(config, series), True
+    fig = measured_figure_cpu_s(config, study, figure)
+    if fig is not None:
+        from dpbench.studies import STUDIES
+
+        n = max(1, len(STUDIES[study].series(config["studies"][study], figure)))
+        return fig / n, True
     for key in (f"{study}/{figure[:4]}", study):
         if key in STUDY_SERIES_CPU_MIN:
             return 60.0 * STUDY_SERIES_CPU_MIN[key], True

@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 
 from dpbench import costs, shards
 from dpbench import workflow as W
+from dpbench.studies import STUDIES
+
+
+def cores_hint(config: dict) -> int:
+    """Threads a job that asks for ``min(8, cores)`` gets in the simulation (the schedule caps it at its cores)."""
+    return 8
 
 
 @dataclass
@@ -70,28 +76,207 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
                       measured, shared, saved)
 
 
+@dataclass
+class Job:
+    name: str
+    cpu_s: float
+    threads: int = 1
+    after: tuple = ()     # names of the jobs it waits for
+
+    @property
+    def wall_s(self) -> float:
+        return self.cpu_s / self.threads + costs.JOB_OVERHEAD_S
+
+
+def dag(config: dict) -> list[Job]:
+    """The run's jobs as Snakemake will schedule them, with projected CPU-seconds and threads: per study its
+    dataset job; per series its tuning shards, final shards (after every tuning shard) and gather (sharded), or
+    one series job (or one job per figure with ``group_series``); per figure the plot; per study the anchor
+    checks after its figures; the claims page after every study."""
+    jobs: list[Job] = []
+    studies = {s for s, _ in W.figures(config)}
+    for st in sorted(studies):
+        jobs.append(Job(f"{st}/dataset", costs.dataset_cpu_s(config, st)))
+    figs_of: dict = {}
+    extra: set = set()
+    for st, fig in W.figures(config):
+        named = tuple(f"{st}/data/{n}" for n in STUDIES[st].figure_data(config, fig))
+        for n in STUDIES[st].figure_data(config, fig):
+            if (st, n) not in extra:
+                extra.add((st, n))
+                jobs.append(Job(f"{st}/data/{n}", costs.figure_data_cpu_s(config, st, n),
+                                min(8, max(1, cores_hint(config))), (f"{st}/dataset",)))
+        data = (f"{st}/dataset",) + named
+        names = W.series_names(config, st, fig)
+        outs = []
+        if config.get("group_series"):
+            cpu = sum(_series_cpu(config, st, fig, m) for m in names)
+            jobs.append(Job(f"{st}/{fig}/all-series", cpu, W.figure_threads(config, st, fig), data))
+            outs.append(jobs[-1].name)
+        else:
+            for m in names:
+                if shards.enabled(config, st):
+                    sp = shards.plan(config, st, fig, m)
+                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", s.cpu_s, W.shard_threads(config, st, fig, m, s.name), data)
+                           for s in sp.tuning]
+                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", s.cpu_s, W.shard_threads(config, st, fig, m, s.name),
+                               data + tuple(j.name for j in tun)) for s in sp.final]
+                    jobs += tun + fin
+                    jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data))
+                else:
+                    jobs.append(Job(f"{st}/{fig}/{m}", _series_cpu(config, st, fig, m),
+                                    W.series_threads(config, st, fig, m), data))
+                outs.append(jobs[-1].name)
+        jobs.append(Job(f"{st}/{fig}.png", costs.PLOT_CPU_S, 1, tuple(outs)))
+        figs_of.setdefault(st, []).append(jobs[-1].name)
+    for st, figs in figs_of.items():
+        jobs.append(Job(f"{st}/anchors", costs.PLOT_CPU_S, 1, tuple(figs)))
+    jobs.append(Job("claims", costs.PLOT_CPU_S, 1, tuple(f"{st}/anchors" for st in figs_of)))
+    return jobs
+
+
+def _series_cpu(config: dict, study: str, figure: str, series: str) -> float:
+    if shards.shardable(config, study):
+        return sum(s.cpu_s for s in shards.plan(config, study, figure, series).all)
+    return costs.study_series_cpu_s(config, study, figure, series)[0]
+
+
+@dataclass
+class Schedule:
+    cores: int
+    wall_s: float
+    cpu_s: float
+    critical_path: list[str]
+    critical_s: float
+
+    @property
+    def utilisation(self) -> float:
+        """CPU-seconds ÷ (cores × wall): the share of the machine the run keeps busy."""
+        return self.cpu_s / (self.cores * self.wall_s) if self.wall_s else 0.0
+
+
+def schedule(jobs: list[Job], cores: int) -> Schedule:
+    """Simulate Snakemake on ``cores`` cores: whenever cores are free, start the ready job (all it waits for
+    done) with the longest chain of work after it (critical path first), capping its threads at ``cores``; a
+    job holds its threads for ``cpu_s / threads`` plus the start-up. Returns the wall time, the utilisation and
+    the critical path (the longest chain of dependent jobs, in wall seconds)."""
+    import heapq
+
+    by = {j.name: j for j in jobs}
+    kids: dict = {j.name: [] for j in jobs}
+    for j in jobs:
+        for a in j.after:
+            kids[a].append(j.name)
+    wall = {n: by[n].cpu_s / min(by[n].threads, cores) + costs.JOB_OVERHEAD_S for n in by}
+    tail: dict = {}
+    for n in reversed(_topo(jobs)):   # longest chain from n to the end
+        tail[n] = wall[n] + max((tail[k] for k in kids[n]), default=0.0)
+    waiting = {n: len(by[n].after) for n in by}
+    ready = [(-tail[n], n) for n in by if waiting[n] == 0]
+    heapq.heapify(ready)
+    running: list = []   # (end time, name)
+    free, now, done = cores, 0.0, 0
+    blocked: list = []
+    while done < len(jobs):
+        while ready:
+            t, n = heapq.heappop(ready)
+            need = min(by[n].threads, cores)
+            if need <= free:
+                free -= need
+                heapq.heappush(running, (now + wall[n], n))
+            else:
+                blocked.append((t, n))
+                break
+        for b in blocked:
+            heapq.heappush(ready, b)
+        blocked = []
+        end, n = heapq.heappop(running)
+        now = end
+        free += min(by[n].threads, cores)
+        done += 1
+        for k in kids[n]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(ready, (-tail[k], k))
+    start = max((n for n in by if not by[n].after), key=lambda n: tail[n], default=None)
+    path = []
+    while start is not None:
+        path.append(start)
+        start = max(kids[start], key=lambda k: tail[k], default=None)
+    cpu = sum(j.cpu_s + costs.JOB_OVERHEAD_S * min(j.threads, cores) for j in jobs)
+    return Schedule(cores, now, cpu, path, tail[path[0]] if path else 0.0)
+
+
+def _topo(jobs: list[Job]) -> list[str]:
+    seen, order = set(), []
+    by = {j.name: j for j in jobs}
+
+    def visit(n):
+        if n in seen:
+            return
+        seen.add(n)
+        for a in by[n].after:
+            visit(a)
+        order.append(n)
+
+    for j in jobs:
+        visit(j.name)
+    return order
+
+
 def plan(config: dict) -> list[FigurePlan]:
     return [figure_plan(config, s, f) for s, f in W.figures(config)]
+
+
+def _wall(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.0f} min"
 
 
 def _h(s: float) -> str:
     return f"{s / 3600:.2f}"
 
 
-def report(config: dict, cores: int) -> str:
+def measured_cpu_s(results_dir, study: str, figure: str) -> tuple[float, int, int]:
+    """(CPU-seconds, files with a cost, files without) of the jobs that wrote a figure's result files (series,
+    shards, grouped figure) under ``results_dir``: the ``job_cpu_s`` each job stores in its Parquet metadata
+    (:func:`dpbench.results.process_cost`; the job process and the workers it has reaped — a multi-threaded
+    job's loky workers are not counted, so run with ``n_jobs: 1`` to measure)."""
+    from pathlib import Path
+
+    from dpbench.results import read_metadata
+
+    cpu, have, lack = 0.0, 0, 0
+    for f in sorted((Path(results_dir) / study / figure).rglob("*.parquet")):
+        try:
+            c = read_metadata(f).get("job_cpu_s")
+        except Exception:  # noqa: BLE001 - a damaged file is rebuilt by the workflow; not counted here
+            c = None
+        if c is None:
+            lack += 1
+        else:
+            cpu, have = cpu + float(c), have + 1
+    return cpu, have, lack
+
+
+def report(config: dict, cores: int, measured: str | None = None) -> str:
     rows = plan(config)
     n_studies = len(config["studies"])
     other_jobs = 2 * n_studies + 1  # dataset + anchors per study, the privacy table
     lines = [f"{'study/figure':34s} {'jobs':>6s} {'cells':>9s} {'CPU-h':>8s} {'largest job':>12s} "
-             f"{'unsharded':>10s}", "-" * 84]
+             f"{'unsharded':>10s}" + ("   measured CPU-h (ratio)" if measured else ""), "-" * 84]
     by_study: dict = {}
     seen: dict = {}
     saved = 0.0   # repeats across figures of a study
     for r in rows:
         cells = f"{r.cells:9d}" if r.cells is not None else f"{'-':>9s}"
         flag = "" if r.modelled else " +" if r.measured else " *"
-        lines.append(f"{r.study + '/' + r.figure:34s} {r.jobs:6d} {cells} {_h(r.cpu_s):>8s} "
-                     f"{r.largest_job_s / 60:9.1f} min {r.unsharded_largest_s / 60:6.1f} min{flag}")
+        line = (f"{r.study + '/' + r.figure:34s} {r.jobs:6d} {cells} {_h(r.cpu_s):>8s} "
+                f"{r.largest_job_s / 60:9.1f} min {r.unsharded_largest_s / 60:6.1f} min{flag}")
+        if measured:
+            m_cpu, have, lack = measured_cpu_s(measured, r.study, r.figure)
+            line += (f"   {'-' if not have else _h(m_cpu)}" + (f" ({m_cpu / r.cpu_s:.2f}x)" if have and r.cpu_s else "")
+                     + (f" [{lack} file(s) without a cost]" if lack else ""))
+        lines.append(line)
         agg = by_study.setdefault(r.study, [0, 0, 0.0, 0.0])
         agg[0] += r.jobs
         agg[1] += r.cells or 0
@@ -115,18 +300,25 @@ def report(config: dict, cores: int) -> str:
     mode = ("one job per figure (group_series)" if config.get("group_series") else
             f"sharded, at most ~{sh.get('max_cpu_minutes', 20):g} CPU-min per shard" if sh.get("enabled")
             else "one job per series (unsharded)")
+    sched = {n: schedule(dag(config), n) for n in sorted({cores, 2, 16, 64})}
+    here = sched[cores]
     lines += ["", f"total: {jobs} jobs ({mode}), {_h(cpu)} CPU-hours; largest job {largest / 60:.1f} CPU-min "
                   f"(unsharded {unsharded / 60:.1f} CPU-min)",
-              f"projected wall time on {cores} cores: {wall / 3600:.1f} h "
-              f"(max of CPU-hours / cores and the longest dependent chain, {chain / 3600:.2f} h)"]
+              f"projected wall time on {cores} cores: {_wall(here.wall_s)}, utilisation {here.utilisation:.0%} "
+              f"(CPU-seconds / (cores x wall), Snakemake's scheduling simulated job by job)",
+              "  on " + ", ".join(f"{n} cores: {_wall(s.wall_s)} at {s.utilisation:.0%}" for n, s in sched.items()
+                                  if n != cores),
+              f"critical path ({_wall(here.critical_s)}, no number of cores finishes sooner; smaller shards, "
+              f"sharding.max_cpu_minutes, shorten it): " + " -> ".join(here.critical_path)]
     if seen:
         lines.append(f"shared non-private fits (tuning phase) counted once per study: {len(seen)} fits; figure rows "
                      f"count a fit once per figure, the study and total rows once "
                      f"({_h(saved + sum(r.shared_saved_s for r in rows))} CPU-h less than once per series)")
     if any(not r.modelled and r.measured for r in rows):
-        lines.append("+ no cell cost model for this study: series costed from a measured study total "
-                     "(dpbench/costs.py STUDY_SERIES_CPU_MIN; the audit: its trials times the measured CPU per "
-                     "trial of each method, AUDIT_CPU_S_PER_TRIAL)")
+        lines.append("+ no cell cost model for this study: the figure's CPU measured on the default grid "
+                     "(dpbench/costs.py MEASURED_FIGURE_CPU_S), scaled by its grid size against config.yaml and "
+                     "shared evenly by its series (the audit: its trials times the measured CPU per trial of each "
+                     "method, AUDIT_CPU_S_PER_TRIAL; older study totals: STUDY_SERIES_CPU_MIN)")
     if any(not r.modelled and not r.measured for r in rows):
         lines.append(f"* no cell cost model for this study: each series counted as "
                      f"{costs.default_series_cpu_s(config) / 60:g} CPU-min (resources.default_cpu_minutes)")

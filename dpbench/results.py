@@ -51,10 +51,23 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def process_cost() -> dict:
+    """CPU-seconds (user + system, this process and the children it has waited for) and peak resident memory
+    (MB) of the process so far: a job's measured cost, stored with its result file (``dpbench plan --measured``
+    compares it with the projection)."""
+    import resource
+    import sys
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss_unit = 1 if sys.platform == "darwin" else 1024   # ru_maxrss: bytes on macOS, KiB on Linux
+    return {"job_cpu_s": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 3),
+            "job_peak_rss_mb": round(max(me.ru_maxrss, kids.ru_maxrss) * rss_unit / 2**20, 1)}
+
+
 def provenance(config: dict, **extra) -> dict:
     return {"config_hash": config_hash(config), "git_revision": git_revision(), "packages": package_versions(),
             "host": socket.gethostname(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            **extra}
+            **process_cost(), **extra}
 
 
 #: The columns every result row carries, in every study (docs/results.md): name -> (kind, meaning). Other columns

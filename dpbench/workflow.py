@@ -117,7 +117,11 @@ def figure_threads(config: dict, study: str, figure: str) -> int:
 def series_threads(config: dict, study: str, figure: str, series: str) -> int:
     """Threads (joblib workers) of a series job: ``n_jobs`` (default 8; Snakemake caps it at --cores). A study may
     ask for fewer where a series does not parallelise (``series_threads`` hook), so Snakemake runs several
-    such jobs side by side."""
+    such jobs side by side. A sharded series' job only gathers its shards: one thread."""
+    from dpbench import shards
+
+    if shards.enabled(config, study):
+        return 1
     n = int(config.get("n_jobs") or 8)
     wanted = STUDIES[study].series_threads(config["studies"][study], figure, series)
     return n if wanted is None else max(1, min(n, int(wanted)))
@@ -149,6 +153,30 @@ def caption_rst(config: dict, study: str, figure: str) -> str:
 
 def dataset_signature(config: dict, study: str) -> str:
     return STUDIES[study].dataset_signature(config)
+
+
+def figure_data_files(config: dict, study: str, figure: str) -> list[str]:
+    """The manifests of the figure data a figure's jobs wait for (:meth:`Study.figure_data`); usually none."""
+    return [f"{config['results_dir']}/{study}/data/{name}.json" for name in STUDIES[study].figure_data(config, figure)]
+
+
+def figure_data_signature(config: dict, study: str, name: str) -> str:
+    """What figure data ``name`` depends on: the study's data and the settings of the figures that need it."""
+    cfg = config["studies"][study]
+    figs = {f: (cfg.get("figures") or {}).get(f) for f in STUDIES[study].figure_names(cfg)
+            if name in STUDIES[study].figure_data(config, f)}
+    return json.dumps({"dataset": dataset_signature(config, study), "name": name, "figures": figs},
+                      sort_keys=True, default=str)
+
+
+def job_figure_data(config: dict, study: str, name: str, out: str, threads: int, log: str) -> None:
+    from pathlib import Path
+
+    from dpbench.store import atomic_write_bytes
+
+    with log_to(log):
+        manifest = STUDIES[study].prepare_figure_data(config, name, n_jobs=threads)
+        atomic_write_bytes(Path(out), json.dumps(manifest, indent=1).encode())
 
 
 def prepare_dataset(config: dict, study: str, out: str) -> dict:
@@ -417,17 +445,22 @@ def shard_resources(config: dict, study: str, figure: str, series: str, shard: s
 
 
 def shard_threads(config: dict, study: str, figure: str, series: str, shard: str) -> int:
-    """A shard's threads: the series' threads, but not more than its groups of cells can use."""
+    """A shard's threads: one unless ``n_jobs`` says otherwise (then not more than its groups of cells can use).
+    Shards exist to fill the cores: Snakemake runs ``--cores`` single-threaded shards side by side, which keeps
+    every core busy to the end; a multi-threaded shard idles its workers whenever it has fewer groups left than
+    threads (measured on 16 cores with 8 threads per shard: two shards at a time, load 5-8 of 16)."""
     from dpbench import shards
 
-    n = series_threads(config, study, figure, series)
+    if not config.get("n_jobs"):
+        return 1
+    n = int(config["n_jobs"])
     s = shards.plan(config, study, figure, series).get(shard)
     units = sum(r1 - r0 for *_, r0, r1 in s.units)
     return max(1, min(n, units))
 
 
 #: Resources of the light jobs (data preparation, plots, anchor checks, the privacy table).
-LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure": {"mem_mb": 2000, "runtime": 15},
+LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure_data": {"mem_mb": 8000, "runtime": 120}, "figure": {"mem_mb": 2000, "runtime": 15},
          "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10},
          "claims": {"mem_mb": 1000, "runtime": 10}}
 

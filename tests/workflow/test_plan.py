@@ -66,3 +66,43 @@ def test_audit_series_are_projected_from_their_trials():
     more["studies"]["audit"]["methods"]["dpsgd_mlp"]["trials"] = 8000
     assert costs.audit_series_cpu_s(more, "dpsgd_mlp") > 1.9 * one
     assert set(costs.AUDIT_CPU_S_PER_TRIAL) == set(__import__("dpbench.audit", fromlist=["REGISTRY"]).REGISTRY)
+
+
+def test_schedule_simulation_on_a_known_dag():
+    """Four independent 100-s jobs after a 10-s one: on 2 cores two rounds (utilisation near 1), on 4 cores one
+    round, on 8 cores still one (the critical path); a job that asks for more threads than cores gets all cores."""
+    from dpbench.costs import JOB_OVERHEAD_S as O
+    from dpbench.plan import Job, schedule
+
+    jobs = [Job("data", 10.0)] + [Job(f"s{i}", 100.0, 1, ("data",)) for i in range(4)] + [
+        Job("fig", 1.0, 1, tuple(f"s{i}" for i in range(4)))]
+    two, four, eight = (schedule(jobs, n) for n in (2, 4, 8))
+    assert abs(two.wall_s - (10 + 2 * 100 + 1 + 4 * O)) < 1e-9
+    assert abs(four.wall_s - (10 + 100 + 1 + 3 * O)) < 1e-9 and eight.wall_s == four.wall_s
+    assert two.critical_path == ["data", "s0", "fig"]
+    assert abs(four.critical_s - four.wall_s) < 1e-9
+    assert two.utilisation > 0.85 and eight.utilisation < 0.5
+    wide = schedule([Job("a", 80.0, 8), Job("b", 10.0, 1)], 2)  # threads capped at the cores
+    assert abs(wide.wall_s - (40 + O + 10 + O)) < 1e-9   # the longer job first, on both cores
+
+
+def test_shards_ask_for_one_thread_and_fill_the_cores(tiny_config):
+    """A shard (and a sharded series' gather) asks for one thread unless n_jobs says otherwise, so --cores N runs
+    N shards side by side; the plan prints the utilisation and the critical path for several core counts."""
+    from dpbench import workflow as W
+    from dpbench.plan import dag, schedule
+
+    cfg = copy.deepcopy(tiny_config)
+    cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 1e-6}
+    sp = shards.plan(cfg, "vdm2020", "fig1a", "loss_perturbation")
+    assert all(W.shard_threads(cfg, "vdm2020", "fig1a", "loss_perturbation", s.name) == 1 for s in sp.all)
+    assert W.series_threads(cfg, "vdm2020", "fig1a", "loss_perturbation") == 1
+    cfg["n_jobs"] = 4
+    assert max(W.shard_threads(cfg, "vdm2020", "fig1a", "loss_perturbation", s.name) for s in sp.all) > 1
+    cfg["n_jobs"] = None
+    jobs = dag(cfg)
+    names = {j.name for j in jobs}
+    assert "vdm2020/dataset" in names and "claims" in names and f"vdm2020/fig1a/loss_perturbation/{sp.all[0].name}" in names
+    assert schedule(jobs, 16).wall_s <= schedule(jobs, 2).wall_s
+    text = report(cfg, 2)
+    assert "utilisation" in text and "on 16 cores" in text and "critical path" in text
