@@ -114,6 +114,47 @@ def test_corrupt_entry_is_reported_and_rebuilt(tmp_path, dpbench_log, damage):
     assert json.loads((folder / "manifest.json").read_text())["files"]["a.npy"]["shape"] == [100]
 
 
+def test_verified_hashes_are_recorded_for_the_next_process(tmp_path, monkeypatch):
+    """A job's first read of an entry hashes its files once and records the verified version (inode, size,
+    mtime, ctime); the next process (``_verified`` cleared) trusts the record and hashes nothing; a file damaged
+    with its modification time put back still moves its ctime, is hashed again and caught."""
+    import os
+
+    folder = tmp_path / "e"
+    cache.open_entry(folder, lambda tmp, prev: np.save(tmp / "a.npy", np.arange(1000.0)) or {})
+    hashed = []
+    real = cache.file_sha256
+    monkeypatch.setattr(cache, "file_sha256", lambda p: hashed.append(p) or real(p))
+    cache._verified.clear()
+    assert cache.read_entry(folder) is not None and len(hashed) == 1   # first job: hashed, recorded
+    assert (folder / cache.VERIFIED).exists()
+    cache._verified.clear()
+    assert cache.read_entry(folder) is not None and len(hashed) == 1   # next job: the record suffices
+    f = folder / "a.npy"
+    st = f.stat()
+    data = f.read_bytes()
+    time.sleep(0.01)
+    f.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))                  # mtime restored, ctime cannot be
+    cache._verified.clear()
+    assert cache.read_entry(folder) is None and len(hashed) == 2      # re-hashed, corrupt
+
+
+def test_read_only_entry_still_validates(tmp_path):
+    """A cache folder that cannot be written keeps working (no record, every process hashes)."""
+    import os
+    import stat
+
+    folder = tmp_path / "e"
+    cache.open_entry(folder, lambda tmp, prev: np.save(tmp / "a.npy", np.arange(10.0)) or {})
+    os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        cache._verified.clear()
+        assert cache.read_entry(folder) is not None
+    finally:
+        os.chmod(folder, stat.S_IRWXU)
+
+
 # ------------------------------------------------------------------------------------------ parsed caches
 def _parse_worker(barrier, out, i, source, counter):
     def parse(path):
