@@ -19,6 +19,7 @@ import sys
 #: starred name takes the remaining arguments (the job's input paths) as a list.
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "dataset": ("job_dataset", ("study", "out", "log")),
+    "figure_data": ("job_figure_data", ("study", "name", "out", "threads", "log")),
     "series": ("job_series", ("study", "figure", "series", "out", "threads", "log")),
     "series_group": ("job_series_group", ("study", "figure", "out", "threads", "log")),
     "shard": ("job_shard", ("study", "figure", "series", "shard", "out", "threads", "log", "*inputs")),

@@ -26,7 +26,7 @@ from typing import ClassVar
 #: what every study declares (besides the names of its shape, below)
 COMMON = ("name", "source", "shape", "data_note", "neighbouring", "figures", "validate", "figure_names", "figure", "series",
           "deviations", "anchor_checks", "series_threads", "series_code_hash", "dataset_signature",
-          "report_html", "report_lead_html", "extend_schema")
+          "report_html", "report_lead_html", "extend_schema", "figure_data", "prepare_figure_data")
 CELL = ("points", "make_method", "problem", "tuning_grid", "fixed_hyperparameter", "prepare_more",
         "preprocessing", "prepare_dataset")
 UNIT = ("run_series", "plot", "prepare_dataset")
@@ -100,6 +100,16 @@ class Study(abc.ABC):
 
             sig["user_datasets"] = {n: user_dataset(n).variant if user_dataset(n) else None for n in config["datasets"]}
         return json.dumps(sig, sort_keys=True)
+
+    def figure_data(self, config: dict, figure: str) -> list[str]:
+        """Names of the data a figure needs beyond the study's dataset (e.g. vdm2020 Fig. 4's MNIST-1M), each
+        prepared by its own job (:meth:`prepare_figure_data`) that only the jobs of the figures naming it wait
+        for: a run of other figures never prepares it. Default: none."""
+        return []
+
+    def prepare_figure_data(self, config: dict, name: str, n_jobs: int = 1) -> dict:
+        """Prepare (generate, download, cache) the figure data ``name`` with ``n_jobs`` workers; its manifest."""
+        raise ValueError(f"study {self.name!r} declares no figure data {name!r}")
 
     def extend_schema(self, schema: dict, config: dict) -> None:
         """Complete the config's JSON schema (in place) with what the registries hold — e.g. the names of the

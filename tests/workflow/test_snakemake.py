@@ -52,6 +52,23 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     assert "rule anchors" not in out and "fig1a" not in out
 
 
+def test_mnist1m_is_prepared_only_for_fig4(tmp_path, data_dir):
+    """Data preparation follows the requested targets: Fig. 1a's DAG has no MNIST-1M job (its dataset job only
+    prepares the study's own data), Fig. 4's waits for one figure_data job that generates it on all its cores."""
+    config = write_config(tmp_path, data_dir)
+    out = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig1a.png").stdout
+    assert "rule figure_data" not in out and "data/mnist1m.json" not in out and "rule dataset" in out
+    out = snakemake(tmp_path, config, "-n", "--cores", "4", "figures/vdm2020/fig4.png").stdout
+    assert out.count("rule figure_data") == 1 and "results/vdm2020/data/mnist1m.json" in out
+    from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.studies import STUDIES, load_config
+
+    cfg = load_config(DEFAULT_CONFIG_PATH, config)
+    assert STUDIES["vdm2020"].figure_data(cfg, "fig4") == ["mnist1m"]
+    assert all(STUDIES["vdm2020"].figure_data(cfg, f) == [] for f in ("fig1a", "fig2a", "fig5a", "fig7a"))
+    assert all(STUDIES[s].figure_data(cfg, f) == [] for s, f in (("wu2016", "fig3_2"), ("membership", "fig_roc")))
+
+
 def test_sharded_dag(tmp_path, data_dir):
     """With sharding (the default), a series is gathered from tuning and final shard jobs."""
     config = write_config(tmp_path, data_dir, repetitions=3)

@@ -13,3 +13,28 @@ rule dataset:
         f"{RES}/logs/{{study}}/dataset.log",
     shell:
         W.job_shell(JOB_CONFIG, "dataset", "{wildcards.study}", "{output:q}", "{log:q}")
+
+
+# Data only some figures need (vdm2020 Fig. 4's MNIST-1M): its own job, which only the jobs of those figures wait
+# for, so one figure's target never prepares another's data. It generates in parallel chunks on all the cores it
+# is given (the same data whatever the number: each chunk is a pure function of the seed and its range).
+
+
+rule figure_data:
+    input:
+        f"{RES}/{{study}}/dataset.json",
+    output:
+        f"{RES}/{{study}}/data/{{name}}.json",
+    wildcard_constraints:
+        study="[a-z0-9]+",
+        name="[a-z0-9_]+",
+    params:
+        signature=lambda w: W.figure_data_signature(CONFIG, w.study, w.name),
+    threads: min(8, workflow.cores)
+    resources:
+        **W.light_resources(CONFIG, "figure_data"),
+    log:
+        f"{RES}/logs/{{study}}/data/{{name}}.log",
+    shell:
+        W.job_shell(JOB_CONFIG, "figure_data", "{wildcards.study}", "{wildcards.name}", "{output:q}", "{threads}",
+                    "{log:q}")

@@ -7,6 +7,7 @@ rule series:
     input:
         f"{RES}/{{study}}/dataset.json",
         lambda w: W.shards.shard_files(CONFIG, w.study, w.figure, w.series, "f"),  # [] unless sharded
+        lambda w: W.figure_data_files(CONFIG, w.study, w.figure),  # e.g. MNIST-1M for vdm2020 Fig. 4
     output:
         f"{RES}/{{study}}/{{figure}}/{{series}}.parquet",
     wildcard_constraints:
@@ -30,6 +31,7 @@ rule series:
 rule series_group:
     input:
         f"{RES}/{{study}}/dataset.json",
+        lambda w: W.figure_data_files(CONFIG, w.study, w.figure),
     output:
         f"{RES}/{{study}}/{{figure}}/{W.GROUPED}.parquet",
     wildcard_constraints:

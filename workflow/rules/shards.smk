@@ -7,6 +7,7 @@ rule series_shard:
     input:
         f"{RES}/{{study}}/dataset.json",
         lambda w: W.shards.shard_inputs(CONFIG, w.study, w.figure, w.series, w.shard),
+        lambda w: W.figure_data_files(CONFIG, w.study, w.figure),
     output:
         f"{RES}/{{study}}/{{figure}}/shards/{{series}}/{{shard}}.parquet",
     wildcard_constraints:
