@@ -108,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
 
             config = _config(args)
             check_writable(config)
+            from dpbench.results import summarise
+
             df = run_series(config, args.study, args.figure, args.series, args.out, n_jobs=args.jobs)
-            print(df.groupby("x")["value"].agg(["mean", "std", "count"]).to_string())
+            print(summarise(df).to_string(index=False))
         elif args.cmd == "audit":
             from dpbench.audit import REGISTRY, run_cell, variants
 

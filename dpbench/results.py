@@ -193,7 +193,57 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+#: columns that never identify a figure point: the measurement, its repetition, seed and cost
+MEASUREMENT = ("value", "rep", "seed", "runtime_s")
+#: columns that identify a point whenever a figure has them (the rest are found from the rows)
+BASE_KEY = ("study", "figure", "series", "method", "dataset_variant", "metric", "x_name", "x")
+def _max_rows_per_rep(df: pd.DataFrame, key: list[str]) -> int:
+    if "rep" not in df:
+        return int(df.groupby(key, dropna=False).size().max())
+    return int(df.groupby([*key, "rep"], dropna=False).size().max())
+
+
+def point_columns(df: pd.DataFrame) -> list[str]:
+    """The columns that identify a point of one figure's rows: :data:`BASE_KEY` plus every other column that
+    separates rows of one repetition (an axis: panel, attack, dataset, curve, …), but not the columns that only
+    vary from repetition to repetition (a data-dependent noise scale, a tuned value): with those the points would
+    split into single repetitions. Decided from the rows: a candidate column is kept when, without it, some
+    repetition would hold two rows of one point."""
+    base = [c for c in BASE_KEY if c in df]
+    cands = [c for c in df.columns if c not in base and c not in MEASUREMENT]
+    key = list(base)
+    # grow: add every column that varies inside a (key, rep) group — the rows at one repetition it separates
+    while True:
+        if not len(df) or _max_rows_per_rep(df, key) <= 1:
+            break
+        by = [*key, "rep"] if "rep" in df else key
+        nun = df.groupby(by, dropna=False)[[c for c in cands if c not in key]].nunique(dropna=False).max()
+        add = [c for c in nun.index if nun[c] > 1]
+        if not add:
+            break
+        key += add
+    # prune: among the columns whose removal still leaves one row per (point, rep), remove first the one that
+    # splits points most (a per-repetition value makes every row its own point; an axis never can be removed)
+    def n_points(k):
+        return int(df.groupby(k, dropna=False).ngroups)
+
+    while True:
+        extra = [c for c in key if c not in base]
+        removable = [c for c in extra if _max_rows_per_rep(df, [k for k in key if k != c]) <= 1]
+        if not removable:
+            break
+        now = n_points(key)
+        c = max(removable, key=lambda c: now - n_points([k for k in key if k != c]))
+        key = [k for k in key if k != c]
+    return key
+
+
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std and count of ``value`` per (figure, series, x, metric)."""
-    keys = [c for c in ("study", "figure", "series", "dataset_variant", "metric", "x_name", "x") if c in df]
-    return df.groupby(keys, dropna=False)["value"].agg(["mean", "std", "count"]).reset_index()
+    """Mean, std and count of ``value`` per figure point: per (study, figure), grouped by every column that
+    separates the figure's points (:func:`point_columns`: series, metric, x, and e.g. ε, panel, attack), never
+    pooling two curves of one figure."""
+    by = [c for c in ("study", "figure") if c in df]
+    groups = df.groupby(by, sort=False, dropna=False) if by else [((), df)]
+    parts = [g.groupby(point_columns(g), dropna=False, sort=True)["value"].agg(["mean", "std", "count"]).reset_index()
+             for _, g in groups]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["mean", "std", "count"])

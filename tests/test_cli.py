@@ -99,3 +99,18 @@ def test_summary_of_a_parquet_without_result_rows_says_what_it_is(tmp_path, caps
     pd.DataFrame({"a": [1], "b": [2]}).to_parquet(path)
     assert main(["summary", str(path)]) == 0
     assert "not result rows" in capsys.readouterr().out
+
+
+def test_summary_groups_by_every_column_that_separates_curves(tmp_path, capsys):
+    """Two metrics × three ε × 30 repetitions at each x: one line per (metric, ε, x), count 30 — never one line
+    per x pooling the curves (the estimation study's ldp_vs_n draws one curve per ε)."""
+    rows = [{"study": "estimation", "figure": "ldp_vs_n", "series": "local", "dataset_variant": "synthetic",
+             "metric": m, "x_name": "n", "x": x, "epsilon": e, "rep": r, "value": float(e), "noise_scale": r * 0.1}
+            for m in ("abs_error", "privacy_error") for e in (0.5, 1.0, 2.0) for x in (100.0, 1000.0)
+            for r in range(30)]
+    path = tmp_path / "r.parquet"
+    write_parquet(pd.DataFrame(rows), path, provenance({"seed": 1}))
+    assert main(["summary", str(path)]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("estimation")]
+    assert len(table) == 2 * 3 * 2 and all(line.split()[-1] == "30" for line in table)
+    assert all(float(line.split()[-2]) == 0.0 for line in table)  # one ε per line: no spread
