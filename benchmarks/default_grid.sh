@@ -22,8 +22,9 @@ set -uo pipefail
 GRID_DIR=${GRID_DIR:-$HOME/dpbench-grid}
 CORES=${CORES:-1}
 STUDIES=${STUDIES:-estimation membership song2018 wu2016 audit vdm2020}
-EXTRA=()
-[ -n "${EXTRA_CONFIG:-}" ] && EXTRA=("$EXTRA_CONFIG")
+EXTRA=()      # snakemake: --configfile paths.yaml EXTRA;  dpbench: --configfile paths.yaml --configfile EXTRA
+DP_EXTRA=()
+[ -n "${EXTRA_CONFIG:-}" ] && EXTRA=("$EXTRA_CONFIG") && DP_EXTRA=(--configfile "$EXTRA_CONFIG")
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 REV=${REV:-$(git -C "$root" rev-parse HEAD)}
 mkdir -p "$GRID_DIR"
@@ -51,7 +52,7 @@ R=$GRID_DIR/results
 targets=()
 for study in $STUDIES; do
     [ "$study" = vdm2020 ] && continue
-    for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${EXTRA[@]}" | awk -F'\t' -v s="$study/" 'index($1, s) == 1 {print $1}'); do
+    for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${DP_EXTRA[@]}" | awk -F'\t' -v s="$study/" 'index($1, s) == 1 {print $1}'); do
         targets+=("$F/$f.png")
     done
     targets+=("$R/$study/anchors.parquet")
