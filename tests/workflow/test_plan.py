@@ -106,3 +106,26 @@ def test_shards_ask_for_one_thread_and_fill_the_cores(tiny_config):
     assert schedule(jobs, 16).wall_s <= schedule(jobs, 2).wall_s
     text = report(cfg, 2)
     assert "utilisation" in text and "on 16 cores" in text and "critical path" in text
+
+
+def test_plan_counts_jobs_as_snakemake_does(tmp_path, data_dir):
+    """The plan's job total is Snakemake's "total" for the same config (dry run)."""
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+
+    from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.plan import dag
+    from dpbench.studies import load_config
+    from tests.workflow.test_snakemake import ROOT, write_config
+
+    config = write_config(tmp_path, data_dir)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 0.05}
+    config.write_text(yaml.safe_dump(cfg))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+                          "--configfile", str(config), "-n"], capture_output=True, text=True, timeout=600).stdout
+    total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
+    assert len(dag(load_config(DEFAULT_CONFIG_PATH, config))) == total
