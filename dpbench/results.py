@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import platform
 import socket
 import subprocess
@@ -195,6 +196,8 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
 
 #: columns that never identify a figure point: the measurement, its repetition, seed and cost
 MEASUREMENT = ("value", "rep", "seed", "runtime_s")
+#: columns that measure elapsed time or CPU (``cpu_s``, ``fit_seconds``, ...): never part of a point's identity
+TIMING_COLUMN = re.compile(r"(runtime|seconds|_time|time_|_s$|^cpu)", re.IGNORECASE)
 #: columns that identify a point whenever a figure has them (the rest are found from the rows)
 BASE_KEY = ("study", "figure", "series", "method", "dataset_variant", "metric", "x_name", "x")
 def _max_rows_per_rep(df: pd.DataFrame, key: list[str]) -> int:
@@ -210,7 +213,7 @@ def point_columns(df: pd.DataFrame) -> list[str]:
     split into single repetitions. Decided from the rows: a candidate column is kept when, without it, some
     repetition would hold two rows of one point."""
     base = [c for c in BASE_KEY if c in df]
-    cands = [c for c in df.columns if c not in base and c not in MEASUREMENT]
+    cands = [c for c in df.columns if c not in base and c not in MEASUREMENT and not TIMING_COLUMN.search(str(c))]
     key = list(base)
     # grow: add every column that varies inside a (key, rep) group — the rows at one repetition it separates
     while True:

@@ -171,3 +171,11 @@ def test_noise_x1_5_in_one_method_is_flagged_on_exactly_the_points_it_moves(tiny
     # is ~2.5 standard errors of 40 repetitions: within the family-wise threshold (3.6), as it should be
     got = sorted(zip(flagged["metric"], flagged["point"].str.extract(r"x=(\d+)")[0]))
     assert got == [("l2_error", "32"), ("l2_error", "8"), ("privacy_error", "32"), ("privacy_error", "8")]
+
+
+def test_timing_columns_never_identify_points():
+    """A per-row CPU measurement (the audit's ``cpu_s``) differs between runs: it is not part of a point's key."""
+    df = rows()
+    df["cpu_s"] = np.random.default_rng(1).uniform(size=len(df))
+    key = R.point_columns(df)
+    assert "cpu_s" not in key and "panel" in key
