@@ -42,3 +42,16 @@ def run_units(fn: Callable, jobs: Sequence[tuple], n_jobs: int = 1, label: str =
             eta = now / k * (total - k)
             log.info("%s: %d/%d units done (%.0fs elapsed, ~%.0fs left)", label, k, total, now, eta)
     return out
+
+
+def release_workers() -> None:
+    """Shut down joblib's reusable worker processes, if any, and wait for them: their CPU time then counts in
+    this process's ``RUSAGE_CHILDREN`` (a job measures its whole cost, :func:`dpbench.results.process_cost`).
+    The next parallel call starts new workers."""
+    try:
+        from joblib.externals.loky import reusable_executor
+    except ImportError:  # pragma: no cover - joblib without loky
+        return
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True)

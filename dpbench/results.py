@@ -53,12 +53,15 @@ def package_versions() -> dict[str, str]:
 
 
 def process_cost() -> dict:
-    """CPU-seconds (user + system, this process and the children it has waited for) and peak resident memory
-    (MB) of the process so far: a job's measured cost, stored with its result file (``dpbench plan --measured``
+    """CPU-seconds (user + system, this process and its children: joblib's workers are shut down and reaped
+    first) and peak resident memory (MB; the largest of the process and of one child) of the process so far: a job's measured cost, stored with its result file (``dpbench plan --measured``
     compares it with the projection)."""
     import resource
     import sys
 
+    from dpbench.parallel import release_workers
+
+    release_workers()   # joblib's workers, reaped: their CPU joins RUSAGE_CHILDREN
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     rss_unit = 1 if sys.platform == "darwin" else 1024   # ru_maxrss: bytes on macOS, KiB on Linux
     return {"job_cpu_s": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 3),

@@ -38,3 +38,24 @@ def test_project_full_grid_on_mixed_and_old_records(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "1 cached record(s) carry no runtime_s" in out.stdout
     assert "loss_perturbation" in out.stdout and "projected total for 4 repetitions: 10 CPU-s" in out.stdout
+
+
+def _burn(seconds):
+    import time
+
+    t = time.process_time()
+    while time.process_time() - t < seconds:
+        pass
+    return seconds
+
+
+def test_a_jobs_cost_counts_its_joblib_workers():
+    """process_cost (stored in every result file's metadata) includes the CPU of joblib's worker processes: they
+    are shut down and reaped first, so a multi-threaded job's measured cost is its whole cost."""
+    from dpbench.parallel import run_units
+    from dpbench.results import process_cost
+
+    before = process_cost()["job_cpu_s"]
+    run_units(_burn, [(0.4,), (0.4,), (0.4,)], n_jobs=2)
+    after = process_cost()
+    assert after["job_cpu_s"] - before >= 1.2 * 0.95 and after["job_peak_rss_mb"] > 0
