@@ -199,14 +199,20 @@ def measured_figure_cpu_s(config: dict, study: str, figure: str) -> float | None
     base = MEASURED_FIGURE_CPU_S.get((study, figure))
     if base is None:
         return None
+    return max(0.0, base) * size_ratio(config, study, figure)
+
+
+def size_ratio(config: dict, study: str, figure: str) -> float:
+    """:func:`_size_ratio` of a figure's settings and of its study's top-level scalar and list settings (e.g.
+    ``repetitions``) in ``config`` against ``config.yaml``'s (the grid the costs were measured on); 1 for a
+    study ``config.yaml`` does not have."""
     from dpbench.config import DEFAULT_CONFIG_PATH, load_yaml
 
     default = (load_yaml(DEFAULT_CONFIG_PATH).get("studies") or {}).get(study) or {}
     have = config["studies"].get(study) or {}
     top = lambda c: {k: v for k, v in c.items() if k != "figures" and not isinstance(v, dict)}  # noqa: E731
-    ratio = (_size_ratio((have.get("figures") or {}).get(figure) or {}, (default.get("figures") or {}).get(figure) or {})
-             * _size_ratio(top(have), top(default)))
-    return max(0.0, base) * ratio
+    return (_size_ratio((have.get("figures") or {}).get(figure) or {}, (default.get("figures") or {}).get(figure) or {})
+            * _size_ratio(top(have), top(default)))
 
 
 #: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at
@@ -263,8 +269,8 @@ def study_series_cpu_s(config: dict, study: str, figure: str, series: str | None
         return fig / n, True
     for key in (f"{study}/{figure[:4]}", study):
         if key in STUDY_SERIES_CPU_MIN:
-            return 60.0 * STUDY_SERIES_CPU_MIN[key], True
-    return default_series_cpu_s(config), False
+            return 60.0 * STUDY_SERIES_CPU_MIN[key] * size_ratio(config, study, figure), True
+    return default_series_cpu_s(config) * size_ratio(config, study, figure), False
 
 
 def job_resources(config: dict, cpu_s: float, threads: int, *, mem_mb: int, name: str) -> dict:
