@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
             n = write_reference(args.results, args.out, args.figures, note=args.note)
             print(f"{args.out}: {n['figures']} figures, {n['points']} points, {n['claims']} claims, "
-                  f"{n['pngs']} PNGs")
+                  f"{n['pngs']} PNGs" + (f"; unfinished (no PNG), left out: {', '.join(n['skipped'])}"
+                                         if n["skipped"] else ""))
         elif args.cmd == "compare":
             from dpbench import reference as R
 

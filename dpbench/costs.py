@@ -166,6 +166,7 @@ MEASURED_FIGURE_CPU_S = {
     ("song2018", "fig7_4"): 53.0 - 2.3 - 3, ("song2018", "table7_1"): 14.5 - 2.3 - 3, ("song2018", "table7_2"): 139.4 - 2.3 - 3,
     ("song2018", "table7_3"): 11.8 - 2.3 - 3, ("song2018", "fig7_5"): 8.4 - 2.3 - 3, ("song2018", "fig3_3"): 5.7 - 2.3 - 3,
     ("song2018", "fig3_1"): 17.9 - 2.3 - 3, ("song2018", "fig3_2"): 49.5 - 2.3 - 3,
+    ("song2018", "fig4_1"): 2156.5 - 2.3 - 3,   # ch4_covertype_epsn ~1,800 of it (100 runs x 10 ε_N)
 }
 #: keys of a figure's or study's settings that scale its work linearly (a list scales it by its length)
 SIZE_KEYS = ("repetitions", "runs", "trials", "queries", "teachers", "n", "n_train", "n_members", "permutations",

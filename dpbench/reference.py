@@ -239,9 +239,16 @@ def default_reference(run_path: str | Path, root: str | Path = REFERENCE_ROOT) -
 def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: str | Path | None = None,
                     png_width: int = 640, note: str = "") -> dict:
     """Write the reference of the run in ``results_dir`` to ``out_dir`` (see the module docstring); with
-    ``figures_dir`` also the run's figures downscaled to ``png_width`` pixels. Returns counts."""
+    ``figures_dir`` also the run's figures downscaled to ``png_width`` pixels, and only the figures drawn there
+    (a figure without its PNG is unfinished: listed in ``meta.json`` as such, not summarised). Returns counts."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     run = read_run(results_dir)
+    skipped = []
+    if figures_dir is not None:   # a figure not drawn yet is unfinished (a run in pieces): not documented
+        for key in sorted(run.points):
+            if not (Path(figures_dir) / key[0] / f"{key[1]}.png").exists():
+                skipped.append("/".join(key))
+                del run.points[key]
     (out_dir / "summary").mkdir(parents=True, exist_ok=True)
     for old in (out_dir / "summary").glob("*.csv"):
         old.unlink()
@@ -271,9 +278,12 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
                 atomic_write_bytes(dst, thumbnail_png(src, png_width))
                 n_png += 1
     configs = run_configs(results_dir)
-    meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None, "figures": len(run.points), "points": n_points, "claims": len(claims), "note": note}
+    meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None, "figures": len(run.points),
+            "studies": sorted({k[0] for k in run.points}), "unfinished_figures": skipped,
+            "claims_of": sorted(set(run.claims["study"])) if len(run.claims) else [], "points": n_points, "claims": len(claims), "note": note}
     atomic_write_bytes(out_dir / "meta.json", (json.dumps(meta, indent=1, default=str) + "\n").encode())
-    return {"figures": len(run.points), "points": n_points, "claims": len(claims), "pngs": n_png}
+    return {"figures": len(run.points), "points": n_points, "claims": len(claims), "pngs": n_png,
+            "skipped": skipped}
 
 
 # -- comparing ----------------------------------------------------------------------------------------------------
