@@ -275,7 +275,7 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
             if src.exists():
                 dst = out_dir / "figures" / study / f"{figure}.png"
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(dst, thumbnail_png(src, png_width))
+                atomic_write_bytes(dst, thumbnail_png(src, png_width, colours=64))
                 n_png += 1
     configs = run_configs(results_dir)
     meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None, "figures": len(run.points),
