@@ -28,8 +28,9 @@ def test_subsample_aggregate_t_dependence_and_solver_regimes():
 def test_cell_costs_of_the_series():
     cfg = {"n_train": 60_000, "cross_validation": {"validation_fraction": 0.1}, "subsagg_models": 256}
     g, c = costs.vdm2020_cell_cpu_s(cfg, "loss_perturbation", {}, {}, "test")
-    assert g == 0 and c == pytest.approx(costs.VDM2020_N_UNITS["lp_cell"][6e4])
+    q = costs.QUIET_FACTOR   # the measured units (under load) projected to a quiet machine
+    assert g == 0 and c == pytest.approx(costs.VDM2020_N_UNITS["lp_cell"][6e4] * q["lp_cell"])
     g, c = costs.vdm2020_cell_cpu_s(cfg, "model_sensitivity", {}, {}, "test")
-    assert g == pytest.approx(costs.VDM2020_N_UNITS["np_fit"][6e4]) and c < 0.01 * g
+    assert g == pytest.approx(costs.VDM2020_N_UNITS["np_fit"][6e4] * q["np_fit"]) and c < 0.01 * g
     g, _ = costs.vdm2020_cell_cpu_s(cfg, "subsample_aggregate", {"pca_dim": 50}, {}, "test")
     assert g < costs.VDM2020_N_UNITS["subsagg_T256"][6e4]   # fewer dimensions: cheaper

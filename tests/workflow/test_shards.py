@@ -75,3 +75,26 @@ def test_sharding_off_with_group_series(tiny_config):
     assert not shards.shard_files(cfg, "estimation", "mean_vs_d", "laplace")  # own run_series: not sharded
     cfg["group_series"] = True
     assert not shards.shard_files(cfg, "vdm2020", "fig1a", "loss_perturbation")
+
+
+def test_a_small_series_is_still_cut_for_the_cores():
+    """On the default grid, Fig. 2a's subsample-and-aggregate (~7 CPU-min, under max_cpu_minutes) is cut into
+    min_shards shards of at least min_cpu_minutes, so 2 cores do not end on one long shard; with min_shards 1
+    it is one shard. Tuning shards start before the final shards they gate (priority = their chain)."""
+    from dpbench import workflow as W
+    from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.studies import load_config
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    sp = shards.plan(cfg, "vdm2020", "fig2a", "subsample_aggregate")
+    total = sum(s.cpu_s for s in sp.all)
+    assert total < 60 * cfg["sharding"]["max_cpu_minutes"] and len(sp.final) >= 4
+    assert min(s.cpu_s for s in sp.final) >= 60 * cfg["sharding"]["min_cpu_minutes"] * 0.5
+    one = copy.deepcopy(cfg)
+    one["sharding"]["min_shards"] = 1
+    assert len(shards.plan(one, "vdm2020", "fig2a", "subsample_aggregate").final) == 1
+    lp = shards.plan(cfg, "vdm2020", "fig1a", "loss_perturbation")
+    t, f = lp.tuning[0].name, lp.final[0].name
+    assert W.shard_priority(cfg, "vdm2020", "fig1a", "loss_perturbation", t) > \
+        W.shard_priority(cfg, "vdm2020", "fig1a", "loss_perturbation", f) > 0
+    assert W.series_priority(cfg, "vdm2020", "fig1a", "loss_perturbation") == 0   # a gather

@@ -7,6 +7,7 @@ rule dataset:
         f"{RES}/{{study}}/dataset.json",
     params:
         signature=lambda w: W.dataset_signature(CONFIG, w.study),
+    priority: W.DATA_PRIORITY  # every job of the study waits for it
     resources:
         **W.light_resources(CONFIG, "dataset"),
     log:
@@ -31,6 +32,7 @@ rule figure_data:
     params:
         signature=lambda w: W.figure_data_signature(CONFIG, w.study, w.name),
     threads: min(8, workflow.cores)
+    priority: W.DATA_PRIORITY
     resources:
         **W.light_resources(CONFIG, "figure_data"),
     log:

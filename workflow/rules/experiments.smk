@@ -17,6 +17,7 @@ rule series:
     params:
         signature=lambda w: W.series_signature(CONFIG, w.study, w.figure, w.series),
     threads: lambda w: W.series_threads(CONFIG, w.study, w.figure, w.series)  # Snakemake caps it at --cores
+    priority: lambda w: W.series_priority(CONFIG, w.study, w.figure, w.series)  # longest jobs first
     resources:
         mem_mb=lambda w, threads: W.series_resources(CONFIG, w.study, w.figure, w.series, threads)["mem_mb"],
         runtime=lambda w, threads: W.series_resources(CONFIG, w.study, w.figure, w.series, threads)["runtime"],
@@ -40,6 +41,7 @@ rule series_group:
     params:
         signature=lambda w: W.figure_signature(CONFIG, w.study, w.figure),
     threads: lambda w: W.figure_threads(CONFIG, w.study, w.figure)
+    priority: lambda w: W.figure_priority(CONFIG, w.study, w.figure)
     resources:
         mem_mb=lambda w, threads: W.figure_resources(CONFIG, w.study, w.figure, threads)["mem_mb"],
         runtime=lambda w, threads: W.figure_resources(CONFIG, w.study, w.figure, threads)["runtime"],

@@ -18,6 +18,7 @@ rule series_shard:
     params:
         signature=lambda w: W.shards.shard_signature(CONFIG, w.study, w.figure, w.series, w.shard),
     threads: lambda w: W.shard_threads(CONFIG, w.study, w.figure, w.series, w.shard)
+    priority: lambda w: W.shard_priority(CONFIG, w.study, w.figure, w.series, w.shard)  # longest chains first
     resources:
         mem_mb=lambda w, threads: W.shard_resources(CONFIG, w.study, w.figure, w.series, w.shard, threads)["mem_mb"],
         runtime=lambda w, threads: W.shard_resources(CONFIG, w.study, w.figure, w.series, w.shard, threads)["runtime"],
