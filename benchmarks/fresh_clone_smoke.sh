@@ -6,7 +6,8 @@
 #
 # One virtual environment is reused (DPBENCH_VENV, default: this checkout's .venv, made by the README's
 # set-up command); each run puts its clone first on PYTHONPATH, so the clone's own dpbench code runs (checked
-# before each run). Prints each run's wall time and exit status; logs are kept in DPBENCH_LOGS (default: a
+# before each run), then `dpbench compare results` against the committed smoke reference, as CI does. Prints each
+# run's wall time and exit status; logs are kept in DPBENCH_LOGS (default: a
 # temporary folder, printed). Extra snakemake arguments: SMOKE_ARGS (default "--cores 2"). Exits 1 if any
 # run failed.
 set -uo pipefail
@@ -34,6 +35,11 @@ for i in $(seq 1 "$N"); do
         > "$logs/run$i.log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
+    if [ "$rc" -eq 0 ]; then   # as CI does: every point and claim against the committed smoke reference
+        (cd "$work/clone" && PYTHONPATH="$work/clone" "$venv/bin/dpbench" compare results) > "$logs/run$i.compare" 2>&1
+        rc=$?
+        echo "run $i: $(tail -1 "$logs/run$i.compare")"
+    fi
     [ "$rc" -eq 0 ] || failed=$((failed + 1))
     line="run $i/$N: exit $rc, ${took}s (log $logs/run$i.log)"
     echo "$line"
