@@ -3,9 +3,13 @@
 The vdm2020 unit costs below were measured with ``benchmarks/fig4_scaling.py`` and ``benchmarks/vdm2020_unit_costs.py``
 (single core, BLAS limited to one thread, CPU seconds via ``time.process_time``) on the MNIST substitute at the
 default settings; costs at other sizes are scaled from them (log-log in N and T between the measured sizes,
-linear in D and C). Studies with
-their own ``run_series`` (wu2016, song2018, membership, estimation) have no per-cell model: a series of theirs
-is costed at ``resources.default_cpu_minutes`` of the config, stated as an assumption wherever it is printed.
+linear in D and C) and projected to a quiet machine (:data:`QUIET_FACTOR`). Studies with their own
+``run_series`` (wu2016, song2018, membership, estimation) have no per-cell model: a figure of theirs is costed
+from its CPU measured on the default grid (:data:`MEASURED_FIGURE_CPU_S`), scaled by the grid's size, and
+shared evenly by its series; a figure not measured yet falls back to a measured group total
+(:data:`STUDY_SERIES_CPU_MIN`) or ``resources.default_cpu_minutes``, flagged wherever it is printed. The audit
+is costed from its trials (:data:`AUDIT_CPU_S_PER_TRIAL`). Plot, anchor and data jobs: :data:`PLOT_CPU_S`,
+:data:`DATASET_CPU_S`, :data:`FIGURE_DATA_CPU_S`.
 """
 
 from __future__ import annotations
@@ -228,13 +232,10 @@ def size_ratio(config: dict, study: str, figure: str) -> float:
             * _size_ratio(top(have), top(default)))
 
 
-#: CPU-minutes per series of the studies without a cell cost model, from measured wall times of whole studies at
-#: the default config on 2 cores (both busy): wu2016 ch. 3 (fig3_2-3_4, 18 series) 34 min; wu2016 ch. 4 plus the
-#: membership study (64 series) 6 min; the estimation study (11 series) about 1 min. song2018: chapter 5's figures
-#: fig5_1-5_6 (5 series) 21 CPU-s in all; chapter 6's fig6_1 / fig6_2 (10 series, 27 CPU-s in one process; the
-#: largest, the patent surrogate, 14 s: 0.5 min per series is an upper bound); the rest not measured.
-STUDY_SERIES_CPU_MIN = {"wu2016/fig3": 68 / 18, "wu2016/fig4": 12 / 64, "membership": 12 / 64, "estimation": 2 / 11,
-                        "song2018/fig5": 0.1, "song2018/fig6": 0.5}
+#: CPU-minutes per series of a study figure group not in :data:`MEASURED_FIGURE_CPU_S` yet, from a measured wall
+#: time of the whole group at the default config on 2 cores (both busy): wu2016 ch. 3 (fig3_2-3_4, 18 series)
+#: 34 min.
+STUDY_SERIES_CPU_MIN = {"wu2016/fig3": 68 / 18}
 
 
 def default_series_cpu_s(config: dict) -> float:

@@ -15,11 +15,6 @@ from dpbench import workflow as W
 from dpbench.studies import STUDIES
 
 
-def cores_hint(config: dict) -> int:
-    """Threads a job that asks for ``min(8, cores)`` gets in the simulation (the schedule caps it at its cores)."""
-    return 8
-
-
 @dataclass
 class FigurePlan:
     study: str
@@ -104,8 +99,8 @@ def dag(config: dict) -> list[Job]:
         for n in STUDIES[st].figure_data(config, fig):
             if (st, n) not in extra:
                 extra.add((st, n))
-                jobs.append(Job(f"{st}/data/{n}", costs.figure_data_cpu_s(config, st, n),
-                                min(8, max(1, cores_hint(config))), (f"{st}/dataset",)))
+                jobs.append(Job(f"{st}/data/{n}", costs.figure_data_cpu_s(config, st, n), W.FIGURE_DATA_THREADS,
+                                (f"{st}/dataset",)))   # the schedule caps its threads at the cores
         data = (f"{st}/dataset",) + named
         names = W.series_names(config, st, fig)
         outs = []

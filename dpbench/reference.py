@@ -35,18 +35,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dpbench.results import BASE_KEY, MEASUREMENT, point_columns, read_metadata  # noqa: F401 (re-exported)
+from dpbench.results import TIMING, point_columns, read_metadata
 from dpbench.store import atomic_write_bytes
 
-#: metrics that measure elapsed time: machine- and load-dependent, reported but never compared
-TIMING = re.compile(r"(runtime|seconds|time|_s$|speed|ratio_to_noiseless)", re.IGNORECASE)
 #: figures whose claims are about elapsed time (their verdicts depend on the machine's load)
 TIMING_FIGURES = {("wu2016", "fig3_4"), ("song2018", "table7_2")}
 ALPHA = 0.01
@@ -250,9 +247,7 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
                 skipped.append("/".join(key))
                 del run.points[key]
     (out_dir / "summary").mkdir(parents=True, exist_ok=True)
-    for old in (out_dir / "summary").glob("*.csv"):
-        old.unlink()
-    for old in (out_dir / "summary").glob("*.csv.gz"):
+    for old in [*(out_dir / "summary").glob("*.csv"), *(out_dir / "summary").glob("*.csv.gz")]:
         old.unlink()
     n_points = 0
     for (study, figure), pts in sorted(run.points.items()):

@@ -199,8 +199,9 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
 
 #: columns that never identify a figure point: the measurement, its repetition, seed and cost
 MEASUREMENT = ("value", "rep", "seed", "runtime_s")
-#: columns that measure elapsed time or CPU (``cpu_s``, ``fit_seconds``, ...): never part of a point's identity
-TIMING_COLUMN = re.compile(r"(runtime|seconds|_time|time_|_s$|^cpu)", re.IGNORECASE)
+#: names of columns and metrics that measure elapsed time or CPU (``cpu_s``, ``runtime_ratio``, ...): they vary
+#: from run to run, so a timing column never identifies a figure point and a timing metric is never compared
+TIMING = re.compile(r"(runtime|seconds|time|_s$|^cpu)", re.IGNORECASE)
 #: columns that identify a point whenever a figure has them (the rest are found from the rows)
 BASE_KEY = ("study", "figure", "series", "method", "dataset_variant", "metric", "x_name", "x")
 def _max_rows_per_rep(df: pd.DataFrame, key: list[str]) -> int:
@@ -216,7 +217,7 @@ def point_columns(df: pd.DataFrame) -> list[str]:
     split into single repetitions. Decided from the rows: a candidate column is kept when, without it, some
     repetition would hold two rows of one point."""
     base = [c for c in BASE_KEY if c in df]
-    cands = [c for c in df.columns if c not in base and c not in MEASUREMENT and not TIMING_COLUMN.search(str(c))]
+    cands = [c for c in df.columns if c not in base and c not in MEASUREMENT and not TIMING.search(str(c))]
     key = list(base)
     # grow: add every column that varies inside a (key, rep) group — the rows at one repetition it separates
     while True:

@@ -401,6 +401,8 @@ def series_cpu_s(config: dict, study: str, figure: str, series: str) -> float:
 
 #: priority of the data jobs: everything of their study waits for them
 DATA_PRIORITY = 1_000_000
+#: threads of a figure-data job (e.g. MNIST-1M generated in parallel chunks); Snakemake caps them at --cores
+FIGURE_DATA_THREADS = 8
 
 
 def shard_priority(config: dict, study: str, figure: str, series: str, shard: str) -> int:

@@ -31,7 +31,7 @@ rule figure_data:
         name="[a-z0-9_]+",
     params:
         signature=lambda w: W.figure_data_signature(CONFIG, w.study, w.name),
-    threads: min(8, workflow.cores)
+    threads: min(W.FIGURE_DATA_THREADS, workflow.cores)
     priority: W.DATA_PRIORITY
     resources:
         **W.light_resources(CONFIG, "figure_data"),
