@@ -31,7 +31,7 @@ rule figure_data:
         name="[a-z0-9_]+",
     params:
         signature=lambda w: W.figure_data_signature(CONFIG, w.study, w.name),
-    threads: min(W.FIGURE_DATA_THREADS, workflow.cores)
+    threads: W.FIGURE_DATA_THREADS  # Snakemake caps it at --cores (workflow.cores is unset for --report, --unlock)
     priority: W.DATA_PRIORITY
     resources:
         **W.light_resources(CONFIG, "figure_data"),
