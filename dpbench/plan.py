@@ -78,10 +78,6 @@ class Job:
     threads: int = 1
     after: tuple = ()     # names of the jobs it waits for
 
-    @property
-    def wall_s(self) -> float:
-        return self.cpu_s / self.threads + costs.JOB_OVERHEAD_S
-
 
 def dag(config: dict) -> list[Job]:
     """The run's jobs as Snakemake will schedule them, with projected CPU-seconds and threads: per study its
@@ -105,7 +101,7 @@ def dag(config: dict) -> list[Job]:
         names = W.series_names(config, st, fig)
         outs = []
         if config.get("group_series"):
-            cpu = sum(_series_cpu(config, st, fig, m) for m in names)
+            cpu = sum(W.series_cpu_s(config, st, fig, m) for m in names)
             jobs.append(Job(f"{st}/{fig}/all-series", cpu, W.figure_threads(config, st, fig), data))
             outs.append(jobs[-1].name)
         else:
@@ -119,7 +115,7 @@ def dag(config: dict) -> list[Job]:
                     jobs += tun + fin
                     jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data))
                 else:
-                    jobs.append(Job(f"{st}/{fig}/{m}", _series_cpu(config, st, fig, m),
+                    jobs.append(Job(f"{st}/{fig}/{m}", W.series_cpu_s(config, st, fig, m),
                                     W.series_threads(config, st, fig, m), data))
                 outs.append(jobs[-1].name)
         jobs.append(Job(f"{st}/{fig}.png", costs.PLOT_CPU_S, 1, tuple(outs)))
@@ -133,12 +129,6 @@ def dag(config: dict) -> list[Job]:
     jobs.append(Job("all", 0.0, 1, tuple(j.name for j in jobs if j.name == "claims" or j.name == "privacy_table"
                                          or j.name.endswith("/gallery"))))
     return jobs
-
-
-def _series_cpu(config: dict, study: str, figure: str, series: str) -> float:
-    if shards.shardable(config, study):
-        return sum(s.cpu_s for s in shards.plan(config, study, figure, series).all)
-    return costs.study_series_cpu_s(config, study, figure, series)[0]
 
 
 @dataclass
@@ -176,20 +166,11 @@ def schedule(jobs: list[Job], cores: int) -> Schedule:
     heapq.heapify(ready)
     running: list = []   # (end time, name)
     free, now, done = cores, 0.0, 0
-    blocked: list = []
     while done < len(jobs):
-        while ready:
-            t, n = heapq.heappop(ready)
-            need = min(by[n].threads, cores)
-            if need <= free:
-                free -= need
-                heapq.heappush(running, (now + wall[n], n))
-            else:
-                blocked.append((t, n))
-                break
-        for b in blocked:
-            heapq.heappush(ready, b)
-        blocked = []
+        while ready and min(by[ready[0][1]].threads, cores) <= free:   # the longest chain first, while it fits
+            _, n = heapq.heappop(ready)
+            free -= min(by[n].threads, cores)
+            heapq.heappush(running, (now + wall[n], n))
         end, n = heapq.heappop(running)
         now = end
         free += min(by[n].threads, cores)

@@ -296,10 +296,6 @@ class Comparison:
         bad = {"differs", "missing"}
         return bool(self.points["status"].isin(bad).any() or self.claims["status"].isin({"changed", "missing"}).any())
 
-    def counts(self) -> dict[str, dict[str, int]]:
-        return {"points": self.points["status"].value_counts().to_dict(),
-                "claims": self.claims["status"].value_counts().to_dict()}
-
 
 def _is_timing(metric) -> bool:
     return isinstance(metric, str) and bool(TIMING.search(metric))
