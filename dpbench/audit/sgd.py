@@ -47,7 +47,7 @@ def _dpsgd_setup(config: dict, block: dict, epsilon: float, twin: str) -> dict:
     assert dpsgd_steps(N, 1, epochs_a, "poisson") == T
     return {"delta": delta, "q": q, "T": T, "nu": nu, "cal": cal, "cal_claim": cal_claim,
             "sigma": cal.noise_multiplier * factor(twin), "N": N, "epochs_a": epochs_a,
-            "lr": float(block["learning_rate"])}
+            "lr": float(block["learning_rate"]), "float32": bool(block.get("float32", False))}
 
 
 def _dpsgd_result(s_d, s_dp, p: dict) -> dict:
@@ -133,7 +133,7 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
         def train(k, observe):
             dpsgd_softmax(Xs, y, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=p["epochs_a"],
                           learning_rate=lr, rng=rng, n_runs=k, theta0=theta0, lr_schedule="constant",
-                          observe=observe)
+                          observe=observe, float32=p["float32"])
         return _dpsgd_transcripts(p, trials, train, lambda th: np.einsum("rdc,dc->r", th, u),
                                   float(np.sum(theta0 * u)))
 
@@ -176,7 +176,8 @@ def audit_dpsgd_mlp(config, epsilon, twin, trials, rng):
 
         def train(k, observe):
             dpsgd_mlp(Xs, y, 2, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=p["epochs_a"],
-                      learning_rate=lr, rng=rng, n_runs=k, schedule="constant", params0=theta0, observe=observe)
+                      learning_rate=lr, rng=rng, n_runs=k, schedule="constant", params0=theta0, observe=observe,
+                      float32=p["float32"])
         # D's clipped canary gradient on W1[0, 0] is +ν: each sampled step lowers W1[0, 0] by lr·ν on D
         return _dpsgd_transcripts(p, trials, train, lambda th: th.W1[:, 0, 0], float(theta0.W1[0, 0]))
 

@@ -29,6 +29,14 @@ Sampling:
 
 All randomness comes from ``rng`` (numpy Generator): per step, the sampling draws for all runs, then the noise
 for all runs. The same generator state gives bit-identical output.
+
+Precision: the loop runs in the dtype of θ (float64, or float32 with X, θ, the products and the noise in single
+precision — half the memory traffic of the row gathers, twice the SIMD width of the products). In float32 the
+clip factors are still computed in float64 from the float32 values the sum is made of (‖x_n‖ of the float32
+row, ‖p_n − e_{y_n}‖ of the float32 residual), against ν·(1 − :data:`FLOAT32_CLIP_MARGIN`): the margin covers
+the float32 rounding of s_n and of s_n(p_n − e_{y_n}) (≤ 2⁻²³ relative), so every clipped per-example gradient
+as represented has norm ≤ ν. The noise is float32 normals (numpy's float32 ziggurat) times σν. As in every
+floating-point implementation of DP-SGD, the summation order's rounding of Σ s_n g_n is not accounted for.
 """
 
 from __future__ import annotations
@@ -39,13 +47,27 @@ import numpy as np
 
 from dpbench.privacy.mechanisms import sample_gaussian
 
+from .lbfgs_many import EXP_FLOOR32
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, softmax_probabilities
 
-__all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_weights", "clipped_contributions", "clip_scales",
+__all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_target", "sq_norms64", "clip_weights", "clipped_contributions", "clip_scales",
            "poisson_batches",
            "step_batches", "lr_factors"]
 
 _TINY = 1e-300
+#: float32 runs clip to ν·(1 − margin): covers the single-precision rounding of the clip factor and the scaled
+#: residual (module docstring)
+FLOAT32_CLIP_MARGIN = 2.0 ** -20
+
+
+def clip_target(clip, dtype):
+    """The ν the clip factors are computed against: ``clip``, or ``clip``·(1 − 2⁻²⁰) in float32."""
+    return clip * (1.0 - FLOAT32_CLIP_MARGIN) if np.dtype(dtype) == np.float32 else clip
+
+
+def sq_norms64(A):
+    """Σ of squares over the last axis, accumulated in float64 (exact enough for a clip bound in any dtype)."""
+    return np.einsum("...k,...k->...", A, A, dtype=np.float64)
 
 
 def clip_scales(norms, clip):
@@ -161,24 +183,27 @@ def clipped_contributions(theta, X_batch, y_batch, clip):
 
 def softmax_clipped_sum(y, X, C, clip):
     """The per-example clipped-sum plug of :func:`dpsgd_loop` for the bias-free softmax (parameters θᵀ (C, D)
-    flattened): adds Σ_n s_n (p_n − e_{y_n}) x_nᵀ to ``out`` with the closed-form norm ‖g_n‖ = ‖p − y‖·‖x‖."""
+    flattened): adds Σ_n s_n (p_n − e_{y_n}) x_nᵀ to ``out`` with the closed-form norm ‖g_n‖ = ‖p − y‖·‖x‖.
+    Works in X's dtype (float32: norms and clip factors in float64, module docstring)."""
     D = X.shape[1]
-    xnorm = np.sqrt(np.einsum("nd,nd->n", X, X))
+    xnorm = np.sqrt(sq_norms64(X))
+    nu = clip_target(clip, X.dtype)
+    floor = EXP_FLOOR if X.dtype == np.float64 else EXP_FLOOR32
 
     def plug(theta, Xb, ii, valid, out):
         k, m, _ = Xb.shape
         # (P − Y)ᵀ, shape (k, C, m)
         ZT = np.matmul(theta.reshape(k, C, D), Xb.transpose(0, 2, 1))
         ZT -= ZT.max(axis=1, keepdims=True)
-        np.maximum(ZT, EXP_FLOOR, out=ZT)  # avoid subnormals (10x slower arithmetic)
+        np.maximum(ZT, floor, out=ZT)  # avoid subnormals (10x slower arithmetic)
         np.exp(ZT, out=ZT)
         ZT /= ZT.sum(axis=1, keepdims=True)
         flat_true = ((np.arange(k)[:, None] * C + y[ii]) * m + np.arange(m)).reshape(-1)
         ZT.reshape(-1)[flat_true] -= 1.0
         # global clipping with the closed-form norm ‖p − y‖·‖x‖
-        gnorm = np.sqrt(np.einsum("rcm,rcm->rm", ZT, ZT)) * xnorm[ii]
-        scale = clip_weights(gnorm, clip, valid)
-        ZT *= scale[:, None, :]
+        gnorm = np.sqrt(sq_norms64(ZT.transpose(0, 2, 1))) * xnorm[ii]
+        scale = clip_weights(gnorm, nu, valid)
+        ZT *= scale.astype(ZT.dtype)[:, None, :]
         acc = out.reshape(k, C, D)
         acc += np.matmul(ZT, Xb)  # Σ_n s_n (p_n − y_n) x_nᵀ
         return scale, gnorm
@@ -217,30 +242,33 @@ def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise
     """
     N, D = X.shape
     R, P = theta.shape
+    dt = theta.dtype
+    if dt not in (np.float32, np.float64) or X.dtype != dt:
+        raise TypeError(f"theta and X must both be float64 or both float32, got {dt} and {X.dtype}")
     shared = rng if isinstance(rng, np.random.Generator) else None
     gens = None if shared is not None else list(rng)
     if return_trace:
         tr_bs = np.zeros((steps, R), dtype=np.int64)
         tr_max = np.zeros((steps, R))
     itemsize = X.dtype.itemsize
-    buf = np.empty((0, D))
-    gsum = np.empty((R, P))
+    buf = np.empty((0, D), dtype=dt)
+    gsum = np.empty((R, P), dtype=dt)
     batches = step_batches(rng, N, batch_size, steps, sampling, R)
     for t, (idx, valid, d_t) in enumerate(batches):  # each step: its sampling draws, then its noise
         m = idx.shape[1]
         # ---- noise on the sum (all runs), then the clipped sums added in place ---------------------------
         if noise_std > 0.0:
             if shared is not None:
-                gsum[...] = sample_gaussian(shared, noise_std, (R, P))
+                gsum[...] = sample_gaussian(shared, noise_std, (R, P), dtype=dt)
             else:
                 for r, g in enumerate(gens):
-                    gsum[r] = sample_gaussian(g, noise_std, P)
+                    gsum[r] = sample_gaussian(g, noise_std, P, dtype=dt)
         else:
             gsum[...] = 0.0
         if m:
             chunk = max(1, min(R, (4 << 20) // max(1, m * D * itemsize)))
             if buf.shape[0] < chunk * m:
-                buf = np.empty((int(chunk * m * 1.25) + 8, D))
+                buf = np.empty((int(chunk * m * 1.25) + 8, D), dtype=dt)
             for s in range(0, R, chunk):
                 e = min(R, s + chunk)
                 k = e - s
@@ -249,7 +277,7 @@ def dpsgd_loop(X, theta, clipped_sum, *, rng, batch_size, steps, sampling, noise
                 scale, gnorm = clipped_sum(theta[s:e], Xb, ii, None if valid is None else valid[s:e], gsum[s:e])
                 if return_trace:
                     tr_max[t, s:e] = (scale * gnorm).max(axis=1)
-        gsum *= lrs[t] / d_t
+        gsum *= dt.type(lrs[t] / d_t)
         theta -= gsum
         if observe is not None:
             observe(t, theta)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dpsgd import clip_scales, clip_weights, lr_factors, step_batches
+from .dpsgd import clip_scales, clip_target, clip_weights, lr_factors, sq_norms64, step_batches
 from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, blas_thread_limit
 
 __all__ = [
@@ -242,7 +242,7 @@ def _forward_backward(W1, b1, W2, b2, Xb, yb, want_loss=False):
     loss_sum = None
     if want_loss:
         true_logit = zf[flat_true].reshape(R, m)
-    np.maximum(Z, EXP_FLOOR, out=Z)  # no subnormals (see softmax.EXP_FLOOR)
+    np.maximum(Z, EXP_FLOOR if Z.dtype == np.float64 else -87.0, out=Z)  # no subnormals (softmax.EXP_FLOOR)
     np.exp(Z, out=Z)
     s = Z.sum(axis=2, keepdims=True)
     if want_loss:
@@ -576,17 +576,21 @@ def _fields(p):
 
 def mlp_clipped_sum(y, X, H, C, clip):
     """The per-example clipped-sum plug of :func:`dpbench.learn.dpsgd.dpsgd_loop` for the MLP: global norm over
-    all parameters (module docstring), clipped sums Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 added to ``out``."""
+    all parameters (module docstring), clipped sums Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 added to ``out``. Works in
+    X's dtype (float32: norms and clip factors in float64 against ν·(1 − 2⁻²⁰), :mod:`dpbench.learn.dpsgd`)."""
     D = X.shape[1]
-    xsq = _sq_norms(X)
+    xsq = sq_norms64(X)
+    nu = clip_target(clip, X.dtype)
 
     def plug(theta, Xb, ii, valid, out):
         W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
         Hh, D1, D2, _ = _forward_backward(W1, b1, W2, b2, Xb, y[ii])
-        gnorm = _norms_from_parts(xsq[ii], Hh, D1, D2)  # global norm over all parameters
-        scale = clip_weights(gnorm, clip, valid)
-        D1 *= scale[..., None]
-        D2 *= scale[..., None]
+        # global norm over all parameters, from the values the sums are made of, accumulated in float64
+        gnorm = np.sqrt((xsq[ii] + 1.0) * sq_norms64(D1) + (sq_norms64(Hh) + 1.0) * sq_norms64(D2))
+        scale = clip_weights(gnorm, nu, valid)
+        s = scale.astype(D1.dtype)[..., None]
+        D1 *= s
+        D2 *= s
         for acc, part in zip(_fields(MLPParams.from_flat(out, D, H, C)), _grad_sums(Xb, Hh, D1, D2)):
             acc += part
         return scale, gnorm

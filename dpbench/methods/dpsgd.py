@@ -25,7 +25,7 @@ import numpy as np
 from dpbench.learn import accuracy_many, blas_thread_limit, dpsgd_steps, lr_factors
 from dpbench.learn.dpsgd import dpsgd_loop, softmax_clipped_sum
 from dpbench.learn.softmax import _check_training
-from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
+from dpbench.methods.base import REGISTRY, SOLVER_PARAMS, Cell, Context, Method, Problem, Setting
 from dpbench.privacy import _validate as _v
 from dpbench.privacy import calibrate_dpsgd_noise, dpsgd_replace_one_epsilon
 from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
@@ -52,6 +52,7 @@ def dpsgd_softmax(
     theta0=None,
     blas_threads=1,
     observe=None,
+    float32=False,
 ):
     """Run ``n_runs`` independent DP-SGD trainings (Eq. 4, global clipping to ``clip`` = ν) at once.
 
@@ -65,18 +66,20 @@ def dpsgd_softmax(
     ``blas_threads`` (default 1, None = unchanged): the per-step GEMMs are tiny (m×D×C), extra BLAS threads do
     not help and are much slower on shared cores; parallelise over cells/repetition blocks instead.
     ``observe(t, theta)``: called after every step t with a read-only view (n_runs, D, C) of the iterates (the
-    transcript the accountant bounds; used by the privacy audit, :mod:`dpbench.audit.sgd`).
+    transcript the accountant bounds; used by the privacy audit, :mod:`dpbench.audit.sgd`). ``float32``: the
+    loop in single precision (X, θ, products, noise; clip factors from float64 norms against ν·(1 − 2⁻²⁰),
+    :mod:`dpbench.learn.dpsgd`); θ is returned as float64.
     """
     with blas_thread_limit(blas_threads):
         return _dpsgd(
             X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-            lr_schedule, return_trace, theta0, observe,
+            lr_schedule, return_trace, theta0, observe, bool(float32),
         )
 
 
 def _dpsgd(
     X, y, n_classes, noise_multiplier, clip, batch_size, epochs, learning_rate, rng, n_runs, sampling,
-    lr_schedule, return_trace, theta0, observe=None,
+    lr_schedule, return_trace, theta0, observe=None, float32=False,
 ):
     X, y, C, _ = _check_training(X, y, n_classes)  # finite, non-empty X; labels; n_classes ≥ 2
     N, D = X.shape
@@ -94,15 +97,18 @@ def _dpsgd(
         raise TypeError("rng must be a numpy.random.Generator")
 
     steps = dpsgd_steps(N, batch_size, epochs, sampling)
-    theta = np.zeros((R, C * D))  # θᵀ (C, D) per run, flattened: the fast layout for the products below
+    dt = np.float32 if float32 else np.float64
+    theta = np.zeros((R, C * D), dtype=dt)  # θᵀ (C, D) per run, flattened: the fast layout for the products below
     if theta0 is not None:
         theta.reshape(R, C, D)[...] = np.swapaxes(np.asarray(theta0, dtype=np.float64), -1, -2)
+    if float32:
+        X = X.astype(np.float32)
     out = dpsgd_loop(X, theta, softmax_clipped_sum(y, X, C, clip), rng=rng, batch_size=batch_size, steps=steps,
                      sampling=sampling, noise_std=float(noise_multiplier) * float(clip),
                      lrs=learning_rate * lr_factors(steps, lr_schedule), return_trace=return_trace,
                      observe=None if observe is None else
                      (lambda t, th: observe(t, th.reshape(R, C, D).transpose(0, 2, 1))))
-    theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1))
+    theta = np.ascontiguousarray(theta.reshape(R, C, D).transpose(0, 2, 1), dtype=np.float64)
     return (theta, out) if return_trace else theta
 
 
@@ -150,7 +156,8 @@ def dpsgd_settings(block: str, clip_scale_default=None) -> tuple[Setting, ...]:
             Setting("accountant", block, schema=enum("rdp", "pld")),
             Setting("conversion", block, schema=enum("classic", "improved")),
             Setting("clip_scale", block, schema=enum("batch_mean", "per_example"), **kw),
-            Setting("neighbouring", block, default="replace_one", schema=enum("replace_one", "add_remove")))
+            Setting("neighbouring", block, default="replace_one", schema=enum("replace_one", "add_remove")),
+            Setting("float32", block, default=True, type="boolean"))
 
 
 @REGISTRY.register
@@ -172,7 +179,7 @@ class DPSGD(Method):
                 "batch_size": s["batch_size"], "epochs": s["epochs"],
                 "learning_rate": s["learning_rate"], "sampling": s["sampling"],
                 "accountant": s["accountant"], "conversion": s["conversion"],
-                "neighbouring": s.get("neighbouring", "replace_one")}
+                "neighbouring": s.get("neighbouring", "replace_one"), "float32": bool(s.get("float32", True))}
 
     def group_key(self, cell: Cell):
         return (cell.problem, cell.params, cell.epsilon, cell.delta, cell.rep // REP_BLOCK)
@@ -211,7 +218,7 @@ class DPSGD(Method):
         theta = dpsgd_softmax(X, y, n_classes, noise_multiplier=cal.noise_multiplier,
                               clip=clip_norm(s["clip"], b, s.get("clip_scale", "per_example")), batch_size=b,
                               epochs=s["epochs"], learning_rate=s["learning_rate"], rng=rng, n_runs=1,
-                              sampling=s["sampling"])[0]
+                              sampling=s["sampling"], float32=bool(s.get("float32", True)))[0]
         return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": cal.epsilon,
                        "delta_add_remove": cal.delta}
 
@@ -221,11 +228,12 @@ class DPSGD(Method):
         calibration = self.calibration(problem, c0)
         cal = calibration[0]
         block = c0.rep // REP_BLOCK
-        block_key = content_key({"dpsgd-block": [c0.problem, list(map(list, c0.params)), c0.epsilon, c0.delta, block]})
+        block_key = content_key({"dpsgd-block": [c0.problem, [list(q) for q in c0.params if q[0] not in SOLVER_PARAMS],
+                                                 c0.epsilon, c0.delta, block]})
         reps = list(range(block * REP_BLOCK, (block + 1) * REP_BLOCK))
         thetas = dpsgd_softmax(problem.X_train, problem.y_train, problem.n_classes,
                                noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
                                epochs=p["epochs"], learning_rate=p["learning_rate"], rng=ctx.rng(block_key),
-                               n_runs=len(reps), sampling=p["sampling"])
+                               n_runs=len(reps), sampling=p["sampling"], float32=p.get("float32", False))
         accs = accuracy_many(thetas, problem.X_eval, problem.y_eval)
         return [self.record(accs[reps.index(cell.rep)], calibration, p) for cell in cells]

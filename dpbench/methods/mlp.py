@@ -45,6 +45,7 @@ def dpsgd_mlp(
     params0=None,
     blas_threads=1,
     observe=None,
+    float32=False,
 ):
     """Run ``n_runs`` independent DP-SGD trainings of the MLP (Eq. 4, GLOBAL clipping to ``clip`` = ν) at once.
 
@@ -62,7 +63,9 @@ def dpsgd_mlp(
     ``"batch_size"`` (steps, n_runs), ``"max_clipped_norm"`` (steps, n_runs) (largest s_n‖g_n‖ of each step),
     ``"lr"`` (steps,), ``"steps"``, ``"denom"``. ``blas_threads`` as in ``dpsgd_softmax`` (default 1).
     ``observe(t, params)``: called after every step with read-only stacked MLPParams views of the iterates (the
-    transcript; :mod:`dpbench.audit.sgd`).
+    transcript; :mod:`dpbench.audit.sgd`). ``float32``: the loop in single precision (clip factors still from
+    float64 norms, :mod:`dpbench.learn.dpsgd`); the start is drawn in float64 and rounded; the returned
+    parameters are float64.
     """
     X = _as_float_matrix(X)
     N, D = X.shape
@@ -84,20 +87,23 @@ def dpsgd_mlp(
     streams = _streams(rng, R)
     with blas_thread_limit(blas_threads):
         return _dpsgd(X, y, C, int(hidden), float(noise_multiplier), float(clip), int(batch_size), steps,
-                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0, observe)
+                      float(learning_rate), streams, R, sampling, schedule, return_trace, params0, observe,
+                      bool(float32))
 
 
 def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
-           return_trace, params0, observe=None):
+           return_trace, params0, observe=None, float32=False):
     N, D = X.shape
     theta = _init_runs(streams, R, D, H, C, params0)
+    if float32:
+        X, theta = X.astype(np.float32), theta.astype(np.float32)
     shared, gens = streams
     trace = dpsgd_loop(X, theta, mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
                        batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
                        lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace,
                        observe=None if observe is None else
                        (lambda t, th: observe(t, MLPParams.from_flat(th, D, H, C))))
-    params = MLPParams.from_flat(theta, D, H, C)
+    params = MLPParams.from_flat(theta.astype(np.float64, copy=False), D, H, C)
     return (params, trace) if return_trace else params
 
 
@@ -191,7 +197,7 @@ class DPSGDMLP(DPSGD):
         s = self.settings
         return {"clip": clip_norm(float(tuned), s["batch_size"], s["clip_scale"]),
                 **{k: s[k] for k in (*_SGD, "sampling", "accountant", "conversion")},
-                "neighbouring": s.get("neighbouring", "replace_one")}
+                "neighbouring": s.get("neighbouring", "replace_one"), "float32": bool(s.get("float32", True))}
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         p = cells[0].param
@@ -202,6 +208,6 @@ class DPSGDMLP(DPSGD):
                            noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
                            epochs=p["epochs"], learning_rate=p["learning_rate"],
                            rng=[ctx.rng(c.stream_key) for c in cells], n_runs=len(cells), sampling=p["sampling"],
-                           schedule=p["schedule"])
+                           schedule=p["schedule"], float32=p.get("float32", False))
         accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
         return [self.record(a, calibration, p) for a in accs]

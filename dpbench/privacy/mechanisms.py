@@ -112,13 +112,17 @@ def l2_laplace_sum(rng: np.random.Generator, dim: int, scale, *, dtype=np.float3
     return np.einsum("kb,kbd->kd", r, u, dtype=np.float64)
 
 
-def sample_gaussian(rng: np.random.Generator, sigma, size) -> np.ndarray:
-    """Centred Gaussian noise N(0, σ²) of shape ``size``: one ``standard_normal(size)`` call times ``sigma``
-    (a scalar or an array broadcastable to ``size``, e.g. one σ per row). Calibrations of σ:
+def sample_gaussian(rng: np.random.Generator, sigma, size, dtype=np.float64) -> np.ndarray:
+    """Centred Gaussian noise N(0, σ²) of shape ``size``: one ``standard_normal(size, dtype)`` call times
+    ``sigma`` (a scalar or an array broadcastable to ``size``, e.g. one σ per row); ``dtype`` float64 (default)
+    or float32 (numpy's single-precision ziggurat: a different stream). Calibrations of σ:
     :func:`classic_gaussian_sigma`, :func:`analytic_gaussian_sigma`, ``accounting.calibrate_dpsgd_noise``."""
     if not np.all(np.asarray(sigma) >= 0):
         raise ValueError(f"sigma must be >= 0, got {sigma!r}")
-    return rng.standard_normal(size) * sigma
+    z = rng.standard_normal(size, dtype=dtype)
+    if np.dtype(dtype) == np.float64:
+        return z * sigma
+    return z * np.asarray(sigma, dtype=np.float32)
 
 
 def sample_laplace(rng: np.random.Generator, scale: float, size=None) -> np.ndarray:

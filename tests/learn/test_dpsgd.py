@@ -239,3 +239,67 @@ def test_shared_dpsgd_loop_reproduces_the_softmax_and_mlp_loops_it_replaced(samp
     p = dpsgd_mlp(X, y, 3, 3, 1.1, 0.5, 8, 2, 0.5, [np.random.default_rng(2), np.random.default_rng(3)], n_runs=2,
                   sampling=sampling)
     np.testing.assert_allclose(p.flat()[:, :3], _FROZEN_DPSGD[f"mlp_{sampling}"], rtol=1e-12, atol=1e-15)
+
+
+# ---- float32 (the ``float32`` setting of vdm2020's dpsgd and mlp.dpsgd) ---------------------------------------
+
+def _one_example_sums(plug_of, theta, X32, P):
+    """Σ_n s_n g_n of single-example batches through a float32 plug: the clipped gradient of each example exactly
+    as the loop adds it (float32 products), one row per example."""
+    out = []
+    for n in range(X32.shape[0]):
+        acc = np.zeros((1, P), dtype=np.float32)
+        plug_of(theta[None], X32[n][None, None], np.array([[n]]), None, acc)
+        out.append(acc[0])
+    return np.array(out)
+
+
+def test_float32_clipped_gradient_as_represented_is_at_most_clip():
+    """In float32 every clipped per-example gradient, as the float32 sum receives it, has norm ≤ ν (clip factors
+    from float64 norms against ν·(1 − 2⁻²⁰)) — softmax and MLP, on examples far above the clip."""
+    from dpbench.learn.dpsgd import softmax_clipped_sum
+    from dpbench.learn.mlp import mlp_clipped_sum
+
+    rng = np.random.default_rng(3)
+    X32 = X[:300].astype(np.float32)
+    y = Y[:300]
+    # without the margin the represented norm exceeds ν by up to ~1e-7 (relative) on these draws
+    for clip in (0.05, 0.3, 0.3, 0.3, 0.05):
+        theta = (rng.standard_normal(4 * 12) * 5).astype(np.float32)
+        sums = _one_example_sums(softmax_clipped_sum(y, X32, 4, clip), theta, X32, 48)
+        norms = np.linalg.norm(sums.astype(np.float64), axis=1)
+        assert norms.max() <= clip and np.mean(norms > clip * (1 - 1e-5)) > 0.2   # clipped, and near ν
+        H = 5
+        P = 12 * H + H + H * 4 + 4
+        theta = (rng.standard_normal(P) * 3).astype(np.float32)
+        sums = _one_example_sums(mlp_clipped_sum(y, X32, H, 4, clip), theta, X32, P)
+        norms = np.linalg.norm(sums.astype(np.float64), axis=1)
+        assert norms.max() <= clip and np.mean(norms > clip * (1 - 1e-5)) > 0.2
+
+
+def test_float32_is_reproducible_and_matches_float64_within_noise():
+    """float32 runs: bit-identical for the same generator, float64 parameters returned, and the same model as
+    float64 up to the noise: noise-free, the two precisions agree to single-precision rounding; with noise, the
+    mean test accuracy of 20 runs agrees within its standard errors."""
+    kw = dict(clip=0.5, batch_size=32, epochs=3, learning_rate=0.5, n_runs=20)
+    a = dpsgd_softmax(X, Y, 4, noise_multiplier=1.0, rng=np.random.default_rng(5), float32=True, **kw)
+    b = dpsgd_softmax(X, Y, 4, noise_multiplier=1.0, rng=np.random.default_rng(5), float32=True, **kw)
+    assert a.dtype == np.float64 and np.array_equal(a, b)
+    f64 = dpsgd_softmax(X, Y, 4, noise_multiplier=0.0, rng=np.random.default_rng(5), **kw)
+    f32 = dpsgd_softmax(X, Y, 4, noise_multiplier=0.0, rng=np.random.default_rng(5), float32=True, **kw)
+    np.testing.assert_allclose(f32, f64, rtol=0, atol=2e-4 * np.abs(f64).max())
+    c = dpsgd_softmax(X, Y, 4, noise_multiplier=1.0, rng=np.random.default_rng(6), **kw)
+
+    def acc(th):
+        return ((X @ th).argmax(axis=2) == Y).mean(axis=1)
+    se = math.hypot(acc(a).std(ddof=1), acc(c).std(ddof=1)) / math.sqrt(20)
+    assert abs(acc(a).mean() - acc(c).mean()) < 4 * se + 1e-3
+
+
+def test_float32_noise_scale():
+    """float32 noise: std lr·σ·ν/(qN)·√steps as in float64 (all-zero features: θ is the noise alone)."""
+    sigma, clip, bs, lr = 2.0, 1e-3, 20, 1.0
+    theta = dpsgd_softmax(np.zeros((100, 12)), Y[:100], 4, noise_multiplier=sigma, clip=clip, batch_size=bs,
+                          epochs=1, learning_rate=lr, rng=np.random.default_rng(13), n_runs=50, float32=True)
+    expected = lr * sigma * clip / bs * math.sqrt(math.ceil(100 / bs))
+    assert theta.std() == pytest.approx(expected, rel=0.05)

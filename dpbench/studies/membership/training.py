@@ -167,7 +167,8 @@ def method_settings(cfg: dict, method: str) -> dict | None:
         "dpsgd": {"clip": dc["clip"], "clip_scale": "per_example", "batch_size": dc["batch_size"],
                   "epochs": dc["epochs"], "learning_rate": dc["learning_rate"], "sampling": "poisson",
                   "accountant": "rdp", "conversion": dc["conversion"],
-                  "neighbouring": "add_remove" if dc["replace_one"] == "double_bound" else "replace_one"},
+                  "neighbouring": "add_remove" if dc["replace_one"] == "double_bound" else "replace_one",
+                  "float32": False},    # small models: double precision (the speed of single does not matter here)
     }
     return vdm2020.get(method)
 

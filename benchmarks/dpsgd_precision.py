@@ -1,0 +1,65 @@
+"""DP-SGD in float64 vs float32 (the ``float32`` setting of ``dpsgd`` and ``mlp.dpsgd``), timed alternately.
+
+One epoch of the vdm2020 default shapes on a synthetic MNIST-like matrix (N = 54,000 rows — the tuning split —,
+D = 785, non-negative, ‖x‖ ≤ 1, 10 classes): a DP-SGD block of 10 softmax runs (``dpsgd_softmax``, batch 256,
+Poisson) and one MLP run (``dpsgd_mlp``, H = 64). BLAS limited to one thread (what a job does); each pair
+A B A B … in one process; prints per kind the CPU seconds of each precision (median [range]) and the ratio
+float32 / float64 of the alternated pairs, and the 1-minute load.
+
+    python benchmarks/dpsgd_precision.py [--pairs 5] [--epochs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from dpbench.methods.dpsgd import dpsgd_softmax
+from dpbench.methods.mlp import dpsgd_mlp
+
+
+def data(n=54_000, d=785, c=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d)) * (rng.random((n, d)) < 0.2)
+    X[:, -1] = 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.integers(0, c, n)
+    return X, y
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--epochs", type=float, default=1.0)
+    a = ap.parse_args(argv)
+    X, y = data()
+    kinds = {
+        "softmax block of 10": lambda f32: dpsgd_softmax(X, y, 10, noise_multiplier=1.0, clip=0.5, batch_size=256,
+                                                        epochs=a.epochs, learning_rate=2.0,
+                                                        rng=np.random.default_rng(1), n_runs=10, float32=f32),
+        "MLP run (H = 64)": lambda f32: dpsgd_mlp(X, y, 10, 64, 1.0, 0.5, 256, a.epochs, 2.0,
+                                                  np.random.default_rng(1), float32=f32),
+    }
+    print(f"load {os.getloadavg()[0]:.2f}; {a.pairs} pairs, {a.epochs} epoch(s), one BLAS thread")
+    with threadpool_limits(1):
+        for name, run in kinds.items():
+            t = {False: [], True: []}
+            for _ in range(a.pairs):
+                for f32 in (False, True):
+                    c0 = time.process_time()
+                    run(f32)
+                    t[f32].append(time.process_time() - c0)
+            r = [b / a_ for a_, b in zip(t[False], t[True])]
+            fmt = lambda v: f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]"  # noqa: E731
+            print(f"{name}: float64 {fmt(t[False])} s, float32 {fmt(t[True])} s, "
+                  f"float32/float64 {fmt(r)}")
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
