@@ -48,7 +48,8 @@ export PATH="$venv/bin:$PATH" PYTHONPATH="$GRID_DIR/src"
 echo "== $(date +%F' '%T) default grid at $(git rev-parse --short HEAD) in $GRID_DIR, --cores $CORES" >> "$GRID_DIR/progress.log"
 F=$GRID_DIR/figures
 R=$GRID_DIR/results
-# cheapest first (dpbench plan): every study but vdm2020, its anchors, then vdm2020 by projected cost
+# the cheap studies first, each with its anchors, then vdm2020 in the config's figure order: the order in which
+# `dpbench plan` attributes a model shared by several figures to the first of them (later ones read the cache)
 targets=()
 for study in $STUDIES; do
     [ "$study" = vdm2020 ] && continue
@@ -58,7 +59,9 @@ for study in $STUDIES; do
     targets+=("$R/$study/anchors.parquet")
 done
 if [[ " $STUDIES " == *" vdm2020 "* ]]; then
-    for f in fig5a fig2a fig2b fig1a fig6a fig7b fig5b fig6b fig3 fig1b fig7a fig4; do targets+=("$F/vdm2020/$f.png"); done
+    for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${DP_EXTRA[@]}" | awk -F"\t" 'index($1, "vdm2020/") == 1 {print $1}'); do
+        targets+=("$F/$f.png")
+    done
     targets+=("$R/vdm2020/anchors.parquet" "$R/claims.parquet")
 fi
 for t in "${targets[@]}"; do

@@ -51,6 +51,10 @@ VDM2020_UNIT_COSTS = {
     "mlp_subsagg_rep": 23.97,   # Fig. 7 MLP: one subsample-and-aggregate repetition (T = 16 members)
     "mlp_non_private": 9.44,    # Fig. 7 MLP: the non-private model
 }
+#: DP-SGD in single precision (``dpsgd.float32`` / ``mlp.dpsgd.float32``, the default) over the float64 units above:
+#: CPU of one epoch float32 / float64, alternated in one process (``benchmarks/dpsgd_precision.py``, 2026-11-26,
+#: load 1.3-1.4): softmax block of 10 runs 0.78 [0.78-0.83], MLP run 0.78 [0.76-1.32]
+DPSGD_FLOAT32_FACTOR = {"dpsgd": 0.78, "mlp": 0.78}
 #: Series whose per-group cost is the non-private L2 fit of :func:`dpbench.methods.non_private.trained_softmax`
 #: (one cached artefact per problem, split and λ, computed once under a process lock whichever series asks
 #: first): ``dpbench plan`` counts each such fit of the tuning phase once per study. (Final fits are at the λ
@@ -151,10 +155,12 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
                                 problem.get("pca_dim", 784) + 1) * shape * q["subsagg"]
         return rep, 0.01 * rep
     if series == "dpsgd":
-        return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape * q["dpsgd"]
+        f32 = DPSGD_FLOAT32_FACTOR["dpsgd"] if (cfg.get("dpsgd") or {}).get("float32", True) else 1.0
+        return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape * q["dpsgd"] * f32
     mlp = (n / _N_REF) * q["mlp"]
     if series == "dpsgd_mlp":
-        return 0.0, u["mlp_dpsgd_run"] * mlp
+        f32 = DPSGD_FLOAT32_FACTOR["mlp"] if ((cfg.get("mlp") or {}).get("dpsgd") or {}).get("float32", True) else 1.0
+        return 0.0, u["mlp_dpsgd_run"] * mlp * f32
     if series == "subsample_aggregate_mlp":
         return u["mlp_subsagg_rep"] * mlp, 0.01 * u["mlp_subsagg_rep"] * mlp
     if series == "non_private_mlp":

@@ -27,8 +27,8 @@ class FigurePlan:
     chain_s: float
     modelled: bool        # cells costed from unit costs
     measured: bool        # else: from a measured study total (False: resources.default_cpu_minutes)
-    shared: dict = field(default_factory=dict)  # artefacts shared across series (key -> CPU-s), counted once here
-    shared_saved_s: float = 0.0  # CPU-s of the repeats of those artefacts within the figure (not in cpu_s)
+    shared: dict = field(default_factory=dict)  # identity of a cell / model / fit -> CPU-s (shards.Shard.shared)
+    shared_saved_s: float = 0.0  # CPU-s of the repeats of those identities within the figure (not in cpu_s)
 
 
 def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
@@ -43,7 +43,7 @@ def figure_plan(config: dict, study: str, figure: str) -> FigurePlan:
         if modelled:
             sp = shards.plan(config, study, figure, m)
             s_cpu = sum(s.cpu_s for s in sp.all)
-            for s in sp.all:   # a fit another series of this figure already paid for is not paid again
+            for s in sp.all:   # what another series or shard of this figure already computes is not paid again
                 for key, cost in s.shared.items():
                     saved += cost if key in shared else 0.0
                     shared.setdefault(key, cost)
@@ -90,6 +90,13 @@ def dag(config: dict) -> list[Job]:
         jobs.append(Job(f"{st}/dataset", costs.dataset_cpu_s(config, st)))
     figs_of: dict = {}
     extra: set = set()
+    paid: set = set()   # identities (shards.Shard.shared) an earlier shard of the study computes: read from the cache
+
+    def unpaid(st, shard):
+        cost = shard.cpu_s - sum(c for k, c in shard.shared.items() if (st, k) in paid)
+        paid.update((st, k) for k in shard.shared)
+        return max(cost, 1.0)
+
     for st, fig in W.figures(config):
         named = tuple(f"{st}/data/{n}" for n in STUDIES[st].figure_data(config, fig))
         for n in STUDIES[st].figure_data(config, fig):
@@ -108,9 +115,9 @@ def dag(config: dict) -> list[Job]:
             for m in names:
                 if shards.enabled(config, st):
                     sp = shards.plan(config, st, fig, m)
-                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", s.cpu_s, W.shard_threads(config, st, fig, m, s.name), data)
-                           for s in sp.tuning]
-                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", s.cpu_s, W.shard_threads(config, st, fig, m, s.name),
+                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
+                               data) for s in sp.tuning]
+                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
                                data + tuple(j.name for j in tun)) for s in sp.final]
                     jobs += tun + fin
                     jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data))
@@ -241,34 +248,35 @@ def measured_cpu_s(results_dir, study: str, figure: str) -> tuple[float, int, in
 
 def report(config: dict, cores: int, measured: str | None = None) -> str:
     rows = plan(config)
-    lines = [f"{'study/figure':34s} {'jobs':>6s} {'cells':>9s} {'CPU-h':>8s} {'largest job':>12s} "
-             f"{'unsharded':>10s}" + ("   measured CPU-h (ratio)" if measured else ""), "-" * 84]
+    lines = [f"{'study/figure':34s} {'jobs':>6s} {'cells':>9s} {'CPU-h':>8s} {'+CPU-h':>7s} {'largest job':>12s} "
+             f"{'unsharded':>10s}" + ("   measured CPU-h (ratio to +CPU-h)" if measured else ""), "-" * 92]
     by_study: dict = {}
     seen: dict = {}
     saved = 0.0   # repeats across figures of a study
     for r in rows:
+        # +CPU-h: what the figure adds after the study's earlier figures (config order), whose cells, models and
+        # fits it reads from the cache; CPU-h: the figure alone
+        repeat = sum(cost for key, cost in r.shared.items() if (r.study, key) in seen)
+        seen.update({(r.study, key): cost for key, cost in r.shared.items()})
+        saved += repeat
+        inc = r.cpu_s - repeat
         cells = f"{r.cells:9d}" if r.cells is not None else f"{'-':>9s}"
         flag = "" if r.modelled else " +" if r.measured else " *"
-        line = (f"{r.study + '/' + r.figure:34s} {r.jobs:6d} {cells} {_h(r.cpu_s):>8s} "
+        line = (f"{r.study + '/' + r.figure:34s} {r.jobs:6d} {cells} {_h(r.cpu_s):>8s} {_h(inc):>7s} "
                 f"{r.largest_job_s / 60:9.1f} min {r.unsharded_largest_s / 60:6.1f} min{flag}")
         if measured:
             m_cpu, have, lack = measured_cpu_s(measured, r.study, r.figure)
-            line += (f"   {'-' if not have else _h(m_cpu)}" + (f" ({m_cpu / r.cpu_s:.2f}x)" if have and r.cpu_s else "")
+            line += (f"   {'-' if not have else _h(m_cpu)}" + (f" ({m_cpu / inc:.2f}x)" if have and inc else "")
                      + (f" [{lack} file(s) without a cost]" if lack else ""))
         lines.append(line)
         agg = by_study.setdefault(r.study, [0, 0, 0.0, 0.0])
         agg[0] += r.jobs
         agg[1] += r.cells or 0
-        agg[2] += r.cpu_s
-        for key, cost in r.shared.items():   # paid by an earlier figure of the study (the cache is shared)
-            if (r.study, key) in seen:
-                agg[2] -= cost
-                saved += cost
-            seen[(r.study, key)] = cost
+        agg[2] += inc
         agg[3] = max(agg[3], r.largest_job_s)
-    lines.append("-" * 84)
+    lines.append("-" * 92)
     for st, (j, c, cpu, big) in by_study.items():
-        lines.append(f"{st:34s} {j:6d} {c if c else '-':>9} {_h(cpu):>8s} {big / 60:9.1f} min")
+        lines.append(f"{st:34s} {j:6d} {c if c else '-':>9} {'':>8s} {_h(cpu):>7s} {big / 60:9.1f} min")
     graph = dag(config)
     jobs = len(graph)   # as Snakemake counts them (its "total")
     cpu = sum(r.cpu_s for r in rows) - saved
@@ -291,9 +299,10 @@ def report(config: dict, cores: int, measured: str | None = None) -> str:
               f"critical path ({_wall(here.critical_s)}, no number of cores finishes sooner; smaller shards, "
               f"sharding.max_cpu_minutes, shorten it): " + " -> ".join(here.critical_path)]
     if seen:
-        lines.append(f"shared non-private fits (tuning phase) counted once per study: {len(seen)} fits; figure rows "
-                     f"count a fit once per figure, the study and total rows once "
-                     f"({_h(saved + sum(r.shared_saved_s for r in rows))} CPU-h less than once per series)")
+        lines.append(f"cells, models and fits shared by several series or figures (the cache is content-keyed: computed "
+                     f"once, read by the others) counted once: figure rows once per figure, the study and total rows "
+                     f"once per study, in the config's figure order "
+                     f"({_h(saved + sum(r.shared_saved_s for r in rows))} CPU-h less than once per series and figure)")
     if any(not r.modelled and r.measured for r in rows):
         lines.append("+ no cell cost model for this study: the figure's CPU measured on the default grid "
                      "(dpbench/costs.py MEASURED_FIGURE_CPU_S), scaled by its grid size against config.yaml and "

@@ -30,8 +30,13 @@ from dpbench.costs import SHARED_NP_FIT_SERIES, vdm2020_cell_cpu_s
 from dpbench.studies import STUDIES
 
 ORDER = "_order"  # column of a final shard's rows: the row's position in the unsharded series
-#: tag of a fixed cost that is a trained artefact shared by series of a study (the non-private L2 fit at one
-#: (problem, split, λ), cached once on disk under a process lock): ``dpbench plan`` counts each such key once
+#: The identities of what a shard computes (:attr:`Shard.shared`): a cell, a trained model or ensemble behind a
+#: group of cells, and the non-private L2 fit at one (problem, split, λ) that several series of a study share. The
+#: cache is content-keyed (a cell, group or fit is computed once, under a process lock, whichever job asks first,
+#: and read from the cache by every later one), so ``dpbench plan`` counts each identity once per study: e.g. the
+#: DP-SGD cells at (ε, δ) = (1, 10⁻⁵) of Fig. 1b are those of Fig. 2b and of Fig. 3's δ = 10⁻⁵, and the
+#: subsample-and-aggregate ensembles of Figs. 1a-3 are one set of 100.
+CELL, GROUP = "cell", "group"
 SHARED_FIT = "shared_fit"
 
 
@@ -41,7 +46,7 @@ class Shard:
     cpu_s: float                  # projected CPU-seconds
     units: list = field(default_factory=list)   # tuning: (key, value index, r0, r1); final: (setting, cell, r0, r1)
     cells: int = 0                # cells computed (distinct cell keys)
-    shared: dict = field(default_factory=dict)  # fixed costs this shard pays that other series may share (key -> s)
+    shared: dict = field(default_factory=dict)  # identity -> CPU-s of everything it computes (cells, models, fits)
 
 
 @dataclass
@@ -101,9 +106,10 @@ def _ident(method, p) -> tuple:
             p.budget if "budget" in dep else None)
 
 
-def _classes(method, idents: list) -> list[list]:
-    """``idents`` partitioned by the method's group key (at repetition 0): cells of one class share a trained
-    model, so they stay in one unit."""
+def _classes(method, idents: list) -> dict[str, list]:
+    """``idents`` partitioned by the method's group key (at repetition 0), {key: idents}: cells of one class share
+    a trained model, so they stay in one unit; the key (without problem and parameters: the setting stands for
+    them) identifies the model across figures."""
     from dpbench.methods import Cell
 
     out: dict = {}
@@ -111,22 +117,24 @@ def _classes(method, idents: list) -> list[list]:
         cell = Cell(method=method.name, problem="p", params=(), epsilon=e, delta=d, budget=b,
                     rep=0 if "rep" in method.depends_on else None)
         out.setdefault(repr(method.group_key(cell)), []).append((e, d, b))
-    return list(out.values())
+    return out
 
 
-def _pack(units: list, costs: list[float], fixed: list[float], limit: float) -> list[tuple[list, float, dict]]:
-    """Consecutive units into blocks of at most ``limit`` (a block pays the fixed cost of each distinct
-    ``fixed`` entry once; a unit above the limit is a block alone). Returns (units, cost, {fixed key: cost paid})."""
+def _pack(units: list, parts: list[dict], limit: float) -> list[tuple[list, float, dict]]:
+    """Consecutive units into blocks of at most ``limit`` CPU-s. A unit's cost is its ``parts`` ({identity: CPU-s}:
+    its cells, the trained models and fits they use); a block pays each distinct identity once (a unit above the
+    limit is a block alone). Returns (units, cost, {identity: CPU-s paid})."""
     out, cur, cur_s, seen = [], [], 0.0, {}
-    for u, c, (fk, fs) in zip(units, costs, fixed):
-        add = c + (fs if fk not in seen else 0.0)
+    for u, pt in zip(units, parts):
+        add = sum(c for k, c in pt.items() if k not in seen)
         if cur and cur_s + add > limit:
             out.append((cur, cur_s, seen))
             cur, cur_s, seen = [], 0.0, {}
-            add = c + fs
+            add = sum(pt.values())
         cur.append(u)
         cur_s += add
-        seen.setdefault(fk, fs)
+        for k, c in pt.items():
+            seen.setdefault(k, c)
     if cur:
         out.append((cur, cur_s, seen))
     return out
@@ -139,11 +147,6 @@ def fixed_key(series: str, method, setting, split: str, value) -> tuple | None:
         return None
     rule = tuple((k, method.settings.get(k)) for k in ("error_fraction", "maxiter", "precondition"))
     return (SHARED_FIT, setting[0], split, float(value), rule)
-
-
-def _shared(paid: dict) -> dict:
-    """The entries of a block's paid fixed costs that are shared with other series (keys tagged SHARED_FIT)."""
-    return {k: v for k, v in paid.items() if isinstance(k, tuple) and k and k[0] == SHARED_FIT and v > 0}
 
 
 _MEMO: dict = {}
@@ -172,7 +175,7 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
     st = STUDIES[study]
     cfg = config["studies"][study]
     cvc = cfg["cross_validation"]
-    keys, grids, tcosts, tunits, tfixed = [], [], [], [], []
+    keys, grids, tunits, tparts = [], [], [], []
     methods = {}
     settings, per_setting = [], {}
     for p in st.points(cfg, figure):
@@ -191,15 +194,20 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
                 cv_reps = cvc["repetitions"]
                 block = _rep_block(m, cv_reps)
                 fixed_s = group_s if block >= cv_reps else 0.0
-                cell_s += 0.0 if block >= cv_reps else group_s / block
-                k = block * max(1, math.floor(max(0.0, limit - fixed_s) / max(cell_s * block, 1e-9)))
+                k = block * max(1, math.floor(max(0.0, limit - fixed_s)
+                                              / max((cell_s + (0.0 if fixed_s else group_s / block)) * block, 1e-9)))
                 for vi in range(len(grid)):
+                    cell = (CELL, series, p.setting, "validation", p.epsilon, p.delta, grid[vi])
+                    fixed = fixed_key(series, m, p.setting, "validation", grid[vi]) or (GROUP,) + cell
                     for r0 in range(0, cv_reps, k):
                         r1 = min(cv_reps, r0 + k)
                         tunits.append((len(keys) - 1, vi, r0, r1))
-                        tcosts.append((r1 - r0) * cell_s)
-                        tfixed.append((fixed_key(series, m, p.setting, "validation", grid[vi]) or (p.setting, vi),
-                                       fixed_s))
+                        parts = {cell + (r,): cell_s for r in range(r0, r1)}
+                        if fixed_s:
+                            parts[fixed] = fixed_s
+                        elif group_s:
+                            parts.update({fixed + (r // block,): group_s for r in range(r0, r1)})
+                        tparts.append(parts)
         if m.supports(p.epsilon, p.delta, p.budget) is not None:
             continue
         if p.setting not in per_setting:
@@ -207,30 +215,37 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
             per_setting[p.setting] = []
         if _ident(m, p) not in per_setting[p.setting]:
             per_setting[p.setting].append(_ident(m, p))
-    classes = {st_: _classes(methods[st_], idents) for st_, idents in per_setting.items()}
-    tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u), _shared(paid))
-              for i, (u, s, paid) in enumerate(_pack(tunits, tcosts, tfixed, limit))]
+    class_keys = {st_: _classes(methods[st_], idents) for st_, idents in per_setting.items()}
+    classes = {st_: list(c.values()) for st_, c in class_keys.items()}
+    tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u), paid)
+              for i, (u, s, paid) in enumerate(_pack(tunits, tparts, limit))]
     reps = cfg["repetitions"]
-    funits, fcosts, ffixed = [], [], []
+    funits, fparts = [], []
     for si, setting in enumerate(settings):
         m = methods[setting]
         group_s, cell_s = vdm2020_cell_cpu_s(cfg, series, dict(setting[0]), dict(setting[1]), "test")
         block = _rep_block(m, reps)
         per_rep_group = block < reps      # the trained model changes with the repetition (block)
-        n_rep = (lambda r0, r1: r1 - r0) if "rep" in m.depends_on else (lambda r0, r1: 1)
-        for ci, members in enumerate(classes[setting]):
+        by_rep = "rep" in m.depends_on
+        for ci, (gkey, members) in enumerate(class_keys[setting].items()):
             per_rep = len(members) * cell_s + (group_s / block if per_rep_group else 0.0)
             k = block * max(1, math.floor(max(0.0, limit - (0.0 if per_rep_group else group_s))
                                           / max(per_rep * block, 1e-9)))
+            group = (GROUP, series, setting, "test", gkey)
             for r0 in range(0, reps, k):
                 r1 = min(reps, r0 + k)
                 funits.append((si, ci, r0, r1))
-                fcosts.append(per_rep * n_rep(r0, r1))
-                ffixed.append(((setting, ci), 0.0 if per_rep_group else group_s))
+                parts = {(CELL, series, setting, "test", ident, r): cell_s
+                         for ident in members for r in (range(r0, r1) if by_rep else (None,))}
+                if per_rep_group:
+                    parts.update({group + (r // block,): group_s for r in range(r0, r1)})
+                elif group_s:
+                    parts[group] = group_s
+                fparts.append(parts)
     final = [Shard(f"f{i:03d}", s_, u, sum(len(classes[settings[si]][ci]) * (r1 - r0 if "rep" in
                                                                               methods[settings[si]].depends_on else 1)
-                                            for si, ci, r0, r1 in u))
-             for i, (u, s_, _paid) in enumerate(_pack(funits, fcosts, ffixed, limit))]
+                                            for si, ci, r0, r1 in u), paid)
+             for i, (u, s_, paid) in enumerate(_pack(funits, fparts, limit))]
     return SeriesShards(keys, grids, settings, [classes[st_] for st_ in settings], tuning, final)
 
 
