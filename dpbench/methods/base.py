@@ -32,6 +32,7 @@ in both.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
@@ -215,9 +216,38 @@ class Method:
     settings_spec: ClassVar[tuple[Setting, ...]] = ()   # what :meth:`from_config` reads from the study config
     style: ClassVar[dict | None] = None      # matplotlib style of its series (None: :meth:`Registry.style`)
     binary_only: ClassVar[bool] = False      # :meth:`train` needs two classes (binary linear models)
+    #: the method's calibration assumes ‖x‖ ≤ 1 for every training row (False: it clips per example, or it is not
+    #: private): :meth:`train` and :meth:`releases` refuse rows outside the unit ball instead of releasing a model
+    #: whose noise no longer covers the sensitivity
+    unit_ball: ClassVar[bool] = True
 
     def __init__(self, **settings: Any):
         self.settings = settings
+
+    def __init_subclass__(cls, **kwargs):
+        """Every :meth:`train` / :meth:`releases` a subclass defines validates its input first
+        (:meth:`check_training_input`): a public entry point never releases a model whose guarantee its input voids."""
+        super().__init_subclass__(**kwargs)
+        for name in ("train", "releases"):
+            f = cls.__dict__.get(name)
+            if f is not None and not getattr(f, "_checked_input", False):
+                setattr(cls, name, _checked_input(f))
+
+    def check_training_input(self, X, y, n_classes, epsilon, delta):
+        """The input of :meth:`train` against the assumptions of the method's calibration, each violation a
+        ValueError naming it: X a non-empty 2-D array of finite values with ‖x‖ ≤ 1 per row (when
+        :attr:`unit_ball`), integer labels in 0..n_classes−1 (n_classes ≥ 2; exactly 2 for a binary-only method),
+        ε > 0 (∞ only for a non-private baseline), 0 ≤ δ < 1. Returns (X float64, y, n_classes)."""
+        X = _v.feature_matrix("X", X)
+        C = _v.n_classes("n_classes", n_classes)
+        if self.binary_only and C != 2:
+            raise ValueError(f"method {self.name!r} trains binary models: n_classes must be 2, got {C}")
+        y = _v.label_vector("y", y, X.shape[0], C)
+        _v.positive("epsilon", epsilon, allow_inf=self.kind == "baseline")
+        _v.delta_halfopen("delta", delta)
+        if self.unit_ball:
+            _v.unit_ball_rows("X", X)
+        return X, y, C
 
     @classmethod
     def from_config(cls, cfg: dict, prefix: str = "", **overrides: Any) -> "Method":
@@ -302,6 +332,16 @@ class Method:
         does not depend on the draws overrides it to compute that part once (``shared_rng``: the randomness of
         that part that is data-independent, the same on both sides of an audit)."""
         return np.stack([self.train(X, y, n_classes, epsilon, delta, rng)[0] for _ in range(int(trials))])
+
+
+def _checked_input(f):
+    @functools.wraps(f)
+    def checked(self, X, y, n_classes, epsilon, delta, *args, **kwargs):
+        X, y, n_classes = self.check_training_input(X, y, n_classes, epsilon, delta)
+        return f(self, X, y, n_classes, epsilon, delta, *args, **kwargs)
+
+    checked._checked_input = True
+    return checked
 
 
 def linear_scores(W: np.ndarray, n_classes: int) -> np.ndarray:

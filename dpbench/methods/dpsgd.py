@@ -162,6 +162,7 @@ def dpsgd_settings(block: str, clip_scale_default=None) -> tuple[Setting, ...]:
 
 @REGISTRY.register
 class DPSGD(Method):
+    unit_ball = False     # every per-example gradient is clipped to ν: no norm bound assumed
     name = "dpsgd"
     label = "DP-SGD"
     kind = "training"

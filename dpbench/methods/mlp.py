@@ -123,6 +123,7 @@ def sgd_settings(block: str) -> tuple[Setting, ...]:
 
 @REGISTRY.register
 class NonPrivateMLP(Method):
+    unit_ball = False     # not private: no norm bound to keep
     name = "non_private_mlp"
     label = "non-private MLP"
     kind = "baseline"

@@ -82,6 +82,7 @@ LBFGS_SETTINGS = (
 
 @REGISTRY.register
 class NonPrivate(Method):
+    unit_ball = False     # not private: no norm bound to keep
     name = "non_private"
     label = "non-private"
     kind = "baseline"

@@ -84,7 +84,12 @@ def replace_one_from_add_remove(epsilon: float, delta: float) -> tuple[float, fl
 
 
 def add_remove_budget_for_replace_one(epsilon: float, delta: float) -> tuple[float, float]:
-    """The add/remove budget (ε/2, δ/(1 + e^{ε/2})) whose replace-one conversion is exactly (ε, δ)."""
+    """The add/remove budget (ε/2, δ/(1 + e^{ε/2})) whose replace-one conversion is exactly (ε, δ); ε > 0,
+    0 ≤ δ < 1 (a δ ≥ 1 promises nothing and would still map to a δ below 1)."""
+    from dpbench.privacy import _validate as V
+
+    V.positive("epsilon", epsilon)
+    V.delta_halfopen("delta", delta)
     e = float(epsilon) / 2.0
     return e, float(delta) / (1.0 + math.exp(e))
 
