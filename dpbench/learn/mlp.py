@@ -494,6 +494,8 @@ def fit_mlp_many(
     Xs = np.asarray(Xs, dtype=np.float64)
     if Xs.ndim != 3:
         raise ValueError(f"Xs must be 3-D (T, n, D), got shape {Xs.shape}")
+    if not np.isfinite(Xs).all():
+        raise ValueError("Xs must hold only finite values (found NaN or infinity)")
     T, n, D = Xs.shape
     C, H = int(n_classes), hidden
     _check_sizes(D, H, C)

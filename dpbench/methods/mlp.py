@@ -19,7 +19,8 @@ import numpy as np
 from dpbench.learn.dpsgd import dpsgd_loop, dpsgd_steps, lr_factors
 from dpbench.learn.mlp import (MLPParams, _check_clip, _check_common, _check_sizes, _init_runs, _streams, fit_mlp,
                                fit_mlp_many, mlp_accuracy, mlp_accuracy_many, mlp_clipped_sum, mlp_predict_many)
-from dpbench.learn.softmax import _as_float_matrix, _check_labels, blas_thread_limit
+from dpbench.learn.softmax import _check_labels, blas_thread_limit
+from dpbench.privacy import _validate as _v
 from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
 from dpbench.methods.dpsgd import DPSGD, clip_norm, dpsgd_settings
 from dpbench.methods.subsample_aggregate import add_votes, disjoint_parts, private_vote_accuracy
@@ -67,7 +68,7 @@ def dpsgd_mlp(
     float64 norms, :mod:`dpbench.learn.dpsgd`); the start is drawn in float64 and rounded; the returned
     parameters are float64.
     """
-    X = _as_float_matrix(X)
+    X = _v.feature_matrix("X", X)      # finite, non-empty (every gradient is clipped: any norm)
     N, D = X.shape
     C = int(n_classes)
     _check_sizes(D, hidden, C)

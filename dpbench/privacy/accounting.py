@@ -97,8 +97,14 @@ def classic_rdp_to_dp(orders: Sequence[float], rdp: Sequence[float], delta: floa
     return max(float(eps[i]), 0.0), float(orders[i])
 
 
+#: below this σ the accountants' arithmetic underflows (1/σ² overflows a float): ε is then infinite
+_SIGMA_FLOOR = 1e-150
+
+
 @functools.lru_cache(maxsize=65536)
 def _dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, conversion, orders):
+    if noise_multiplier < _SIGMA_FLOOR:
+        return math.inf
     event = _event(noise_multiplier, sample_rate, steps)
     if accountant == "pld":
         dpa, pld_privacy_accountant, _ = _dpa()

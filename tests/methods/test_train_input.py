@@ -75,3 +75,19 @@ def test_releases_are_checked_too(cfg):
     m = mc.method_object(cfg, "bolt_on", 2)
     with pytest.raises(ValueError, match="‖x‖ ≤ 1"):
         m.releases(big, y, 2, 1.0, 0.0, np.random.default_rng(0), 2, np.random.default_rng(1))
+
+
+def test_learners_refuse_non_finite_input_and_tiny_sigma_is_infinite_epsilon():
+    import math
+
+    from dpbench.learn.mlp import fit_mlp
+    from dpbench.methods.mlp import dpsgd_mlp
+    from dpbench.privacy import dpsgd_epsilon
+
+    X, y = _data()
+    X[1, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        fit_mlp(X, y, 2, 4, epochs=1, batch_size=4, learning_rate=0.1, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="finite"):
+        dpsgd_mlp(X, y, 2, 4, 1.0, 0.1, 4, 1, 0.1, np.random.default_rng(0))
+    assert dpsgd_epsilon(1e-310, 0.01, 10, 1e-5) == math.inf       # was a ZeroDivisionError
