@@ -4,7 +4,10 @@ One epoch of the vdm2020 default shapes on a synthetic MNIST-like matrix (N = 54
 D = 785, non-negative, ‖x‖ ≤ 1, 10 classes): a DP-SGD block of 10 softmax runs (``dpsgd_softmax``, batch 256,
 Poisson) and one MLP run (``dpsgd_mlp``, H = 64). BLAS limited to one thread (what a job does); each pair
 A B A B … in one process; prints per kind the CPU seconds of each precision (median [range]) and the ratio
-float32 / float64 of the alternated pairs, and the 1-minute load.
+float32 / float64 of the alternated pairs, and the 1-minute load. Then the private step against a non-private
+one of ours on the same shapes, alternated the same way: the MLP's DP-SGD epoch (float32) vs ``fit_mlp`` (plain
+mini-batch SGD, batch 256, same network), and the softmax block of 10 DP-SGD runs (float32) vs the same loop
+without noise and clipping (σ = 0, ν = 10⁹: minibatch SGD, float32).
 
     python benchmarks/dpsgd_precision.py [--pairs 5] [--epochs 1]
 """
@@ -58,6 +61,26 @@ def main(argv=None):
             fmt = lambda v: f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]"  # noqa: E731
             print(f"{name}: float64 {fmt(t[False])} s, float32 {fmt(t[True])} s, "
                   f"float32/float64 {fmt(r)}")
+        from dpbench.learn.mlp import fit_mlp
+
+        pairs = {
+            "MLP: DP-SGD float32 / non-private SGD": (
+                lambda: dpsgd_mlp(X, y, 10, 64, 1.0, 0.5, 256, a.epochs, 2.0, np.random.default_rng(1), float32=True),
+                lambda: fit_mlp(X, y, 10, 64, a.epochs, 256, 2.0, np.random.default_rng(1))),
+            "softmax x10: DP-SGD float32 / no noise, no clip": (
+                lambda: kinds["softmax block of 10"](True),
+                lambda: dpsgd_softmax(X, y, 10, noise_multiplier=0.0, clip=1e9, batch_size=256, epochs=a.epochs,
+                                      learning_rate=2.0, rng=np.random.default_rng(1), n_runs=10, float32=True)),
+        }
+        for name, (priv, plain) in pairs.items():
+            t = {0: [], 1: []}
+            for _ in range(a.pairs):
+                for i, f in enumerate((priv, plain)):
+                    c0 = time.process_time()
+                    f()
+                    t[i].append(time.process_time() - c0)
+            r = [p / q for p, q in zip(t[0], t[1])]
+            print(f"{name}: {fmt(t[0])} s / {fmt(t[1])} s = {fmt(r)}")
     print(f"load {os.getloadavg()[0]:.2f}")
 
 
