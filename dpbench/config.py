@@ -150,7 +150,12 @@ def validate_schema(config: dict, schema: dict | None = None) -> dict:
     config = coerce_numbers(config)
     if (bad := _non_finite(config)) is not None:  # JSON schema bounds let NaN through and accept infinity
         raise ConfigError(f"invalid config: {bad}: {_value_at(config, bad)!r} is not a finite number")
-    validator = jsonschema.Draft202012Validator(base_schema() if schema is None else schema)
+    # "integer" means an int: JSON Schema counts 3.0 as an integer, but a float repetition count fails later
+    # (range(3.0)) far from its key
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+    strict = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    validator = strict(base_schema() if schema is None else schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
     if errors:
         err = errors[0]

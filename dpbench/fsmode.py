@@ -58,3 +58,27 @@ def mkdtemp(**kwargs) -> str:
     name = tempfile.mkdtemp(**kwargs)
     as_created(name, directory=True)
     return name
+
+
+class LockFileError(RuntimeError):
+    """A lock file that cannot be used safely (its folder is a file, or the lock is a symbolic link)."""
+
+
+def open_lock(path) -> int:
+    """A file descriptor on the lock file ``path`` (created with the umask's mode if missing), never following a
+    symbolic link (a dangling link in a lock folder would otherwise create files outside the tree). Raises
+    :class:`LockFileError` naming the path when the folder is a file or the lock is a link."""
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:
+        raise LockFileError(f"{path.parent} must be a folder (it holds lock files) but a file is in the way: "
+                            f"remove it ({e})") from None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        if os.path.islink(path):
+            raise LockFileError(f"lock file {path} is a symbolic link: not followed (remove it)") from None
+        raise

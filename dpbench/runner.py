@@ -111,6 +111,7 @@ def compute_cells(config: dict, study_name: str, split: str, method_name: str, c
             methods[setting] = st.make_method(cfg, method_name, **dict(setting[1]))
         groups[(setting, repr(methods[setting].group_key(c)))].append(c)
     group_list = [(key[0], g) for key, g in groups.items()]
+    n_jobs = max(1, min(int(n_jobs), len(group_list), os.cpu_count() or 1))   # no idle workers
     log.info("%s: %d cells (%d cached), %d groups to compute with %d worker(s)", label, len(unique),
              len(unique) - len(missing), len(group_list), n_jobs)
     t0 = time.perf_counter()

@@ -95,14 +95,15 @@ class Store:
     # -- locking -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self, key: str):
-        path = self.root / "locks" / f"{key}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fd = fsmode.open_lock(self.root / "locks" / f"{key}.lock")   # never through a symbolic link
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     # -- cells ---------------------------------------------------------------------------------
     def cell_path(self, key: str) -> Path:

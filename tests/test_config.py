@@ -42,6 +42,10 @@ def test_default_and_smoke_configs_are_valid():
         ({"studies": {"nostudy": {}}}, "studies"),
         ({"data": {"mnist_source": "internet"}}, "data.mnist_source"),
         ({"seed": -3}, "seed"),
+        ({"studies": {"vdm2020": {"repetitions": 3.0}}}, "studies.vdm2020.repetitions"),   # an int, not 3.0
+        ({"results_dir": ""}, "results_dir"),          # "" put every output at the filesystem root
+        ({"cache_dir": ""}, "cache_dir"),
+        ({"data": {"cache_dir": ""}}, "data.cache_dir"),
     ],
 )
 def test_bad_config_names_the_key(override, key):

@@ -79,14 +79,17 @@ def lock_path(folder: str | os.PathLike) -> Path:
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike, *, shared: bool = False):
     """An advisory ``flock`` on ``path`` (created if missing); ``shared`` for readers."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    from dpbench.fsmode import open_lock
+
+    fd = open_lock(path)   # never through a symbolic link
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------------------ manifest

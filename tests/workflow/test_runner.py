@@ -114,3 +114,19 @@ def test_dpsgd_with_pld_accountant_and_shuffling(tiny_config):
     from dpbench.studies import vdm2020
 
     assert any("SHUFFLED" in d for d in vdm2020.deviations(cfg["studies"]["vdm2020"], "fig1b"))
+
+
+def test_workers_are_capped_at_the_groups_and_the_cores(tiny_config, dpbench_log, monkeypatch):
+    """``n_jobs: 8`` for a series of fewer groups on fewer cores starts no idle workers (8 workers for 4 groups on 2
+    cores before)."""
+    import logging
+    import re
+
+    import dpbench.runner as R
+
+    monkeypatch.setattr(R.os, "cpu_count", lambda: 2)
+    dpbench_log.set_level(logging.INFO, logger="dpbench")
+    run_series(tiny_config, "vdm2020", "fig1a", "loss_perturbation", n_jobs=8)
+    used = [int(m.group(1)) for r in dpbench_log.records
+            for m in [re.search(r"groups to compute with (\d+) worker", r.getMessage())] if m]
+    assert used and max(used) <= 2
