@@ -183,13 +183,29 @@ def _claims_of(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: settings that choose how a solver computes, not what the grid is (e.g. vdm2020's ``lbfgs.float32``,
+#: ``dpsgd.float32``): a run that changes them is compared with the same reference — whether its figures stay
+#: within noise is exactly what ``dpbench compare`` answers
+SOLVER_KEYS = frozenset({"float32", "subsagg_float32", "precondition"})
+
+
+def _without_solver_keys(obj):
+    if isinstance(obj, dict):
+        return {k: _without_solver_keys(v) for k, v in obj.items() if k not in SOLVER_KEYS}
+    if isinstance(obj, list):
+        return [_without_solver_keys(v) for v in obj]
+    return obj
+
+
 def grid_hash(config: dict) -> str:
     """A hash of what decides a run's numbers: the seed, the studies' settings and the data sources (not paths,
-    parallelism, sharding or resources, which do not change results)."""
+    parallelism, sharding or resources, which do not change results, nor the solver settings of
+    :data:`SOLVER_KEYS`)."""
     from dpbench.store import content_key
 
     data = {k: v for k, v in (config.get("data") or {}).items() if k not in ("cache_dir", "mirror")}
-    return content_key({"seed": config.get("seed"), "studies": config.get("studies"), "data": data})[:16]
+    return content_key({"seed": config.get("seed"), "studies": _without_solver_keys(config.get("studies")),
+                        "data": data})[:16]
 
 
 def run_configs(results_dir: str | Path) -> list[dict]:

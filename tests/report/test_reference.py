@@ -179,3 +179,25 @@ def test_timing_columns_never_identify_points():
     df["cpu_s"] = np.random.default_rng(1).uniform(size=len(df))
     key = R.point_columns(df)
     assert "cpu_s" not in key and "panel" in key
+
+
+def test_grid_hash_ignores_solver_settings_only():
+    """A solver's precision (``float32``) or preconditioning does not change the grid a run is compared on; the
+    seed, a grid value or a data source does."""
+    import copy
+
+    from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.reference import grid_hash
+    from dpbench.studies import load_config
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    h = grid_hash(cfg)
+    alt = copy.deepcopy(cfg)
+    alt["studies"]["vdm2020"]["dpsgd"]["float32"] = False
+    alt["studies"]["vdm2020"]["lbfgs"]["precondition"] = False
+    assert grid_hash(alt) == h
+    for change in (lambda c: c.update(seed=1), lambda c: c["studies"]["vdm2020"].update(repetitions=99),
+                   lambda c: c["data"].update(mnist_source="real")):
+        other = copy.deepcopy(cfg)
+        change(other)
+        assert grid_hash(other) != h
