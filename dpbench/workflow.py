@@ -76,18 +76,19 @@ def study_series_files(config: dict, study: str) -> list[str]:
 
 
 def all_targets(config: dict) -> list[str]:
-    """Targets of ``rule all``: every figure, the anchor table of every study with a figure enabled, and every
-    result Parquet. The Parquet
+    """Targets of ``rule all``: every figure, the anchor table of every study with a figure enabled, the claims
+    table, and every result Parquet. The Parquet
     files are targets in their own right (not mere inputs of the figures), so one that was deleted is rebuilt
     by the next run even though the figure drawn from it is up to date."""
     out = [f"{config['figures_dir']}/{s}/{f}.png" for s, f in figures(config)]
     out += [f"{config['figures_dir']}/{s}/anchors.html" for s in sorted({s for s, _ in figures(config)})]
+    out += claims_inputs(config)   # the anchor tables: a deleted or damaged one is rebuilt, not left missing
     out += [f"{config['figures_dir']}/{s}/index.html" for s in sorted({s for s, _ in figures(config)})]
     out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
     if figures(config):
         out += [f"{config['figures_dir']}/claims.html", f"{config['figures_dir']}/claims_front.html",
-                ".dpbench/report_metadata.yaml"]
+                f"{config['results_dir']}/claims.parquet", ".dpbench/report_metadata.yaml"]
     return out
 
 

@@ -122,6 +122,13 @@ def test_complete_run_then_nothing_to_do_and_report(tmp_path, data_dir):
     assert "SUBSTITUTE EXPERIMENT" in (tmp_path / "figures" / "vdm2020" / "fig7b.txt").read_text()
     second = snakemake(tmp_path, config, "--cores", "2", "-n")
     assert "Nothing to be done" in second.stdout + second.stderr
+    # a deleted anchor table and a damaged claims table are rebuilt by the plain rerun (they were removed, then
+    # "Nothing to be done": not targets of the default rule)
+    (tmp_path / "results" / "vdm2020" / "anchors.parquet").unlink()
+    (tmp_path / "results" / "claims.parquet").write_bytes(b"PAR1 not a parquet file")
+    snakemake(tmp_path, config, "--cores", "2")
+    assert pd.read_parquet(tmp_path / "results" / "vdm2020" / "anchors.parquet").shape[0] > 0
+    assert pd.read_parquet(tmp_path / "results" / "claims.parquet").shape[0] > 0
     snakemake(tmp_path, config, "--report", "report.html")
     html = (tmp_path / "report.html").read_text(errors="replace")
     assert "fig2a.png" in html and "anchors.html" in html
