@@ -230,7 +230,9 @@ def point_columns(df: pd.DataFrame) -> list[str]:
             break
         key += add
     # prune: among the columns whose removal still leaves one row per (point, rep), remove first the one that
-    # splits points most (a per-repetition value makes every row its own point; an axis never can be removed)
+    # splits points most (a per-repetition value makes every row its own point; an axis never can be removed);
+    # on a tie the one with more distinct values in the figure (a measured number — the audit's threshold — next
+    # to the few levels of an axis — its variant — that separate the same rows)
     def n_points(k):
         return int(df.groupby(k, dropna=False).ngroups)
 
@@ -240,7 +242,7 @@ def point_columns(df: pd.DataFrame) -> list[str]:
         if not removable:
             break
         now = n_points(key)
-        c = max(removable, key=lambda c: now - n_points([k for k in key if k != c]))
+        c = max(removable, key=lambda c: (now - n_points([k for k in key if k != c]), df[c].nunique(dropna=False)))
         key = [k for k in key if k != c]
     return key
 

@@ -201,3 +201,16 @@ def test_grid_hash_ignores_solver_settings_only():
         other = copy.deepcopy(cfg)
         change(other)
         assert grid_hash(other) != h
+
+
+def test_point_columns_prefer_an_axis_to_a_measured_number():
+    """The audit's rows at one (method, ε) differ by their variant and by their measured threshold, either of which
+    separates them: the variant (an axis) identifies the point, the threshold (a measurement) does not — or a run
+    whose thresholds moved within noise would miss every point of the reference."""
+    import pandas as pd
+
+    rows = [{"study": "audit", "figure": "fig_audit", "series": m, "method": m, "metric": "eps_hat", "x": e,
+             "variant": v, "threshold": 0.1 * i + e + (m == "b"), "rep": 0, "value": 1.0}
+            for m in ("a", "b") for e in (1.0, 4.0) for i, v in enumerate(("correct", "noise_x0.5", "noise_x0.1"))]
+    key = R.point_columns(pd.DataFrame(rows))
+    assert "variant" in key and "threshold" not in key
