@@ -165,6 +165,11 @@ def validate_schema(config: dict, schema: dict | None = None) -> dict:
         msg = err.message
         if err.validator == "additionalProperties":
             msg = f"unknown key ({msg})" + _did_you_mean(err)
+        elif err.validator == "enum" and isinstance(err.instance, str):
+            import difflib
+
+            close = difflib.get_close_matches(err.instance, [str(v) for v in err.validator_value], n=1, cutoff=0.6)
+            msg = f"did you mean {close[0]!r}? ({msg})" if close else msg
         raise ConfigError(f"invalid config: {_path_of(err)}: {msg}")
     return config
 

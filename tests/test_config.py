@@ -161,3 +161,13 @@ def test_exponent_without_a_dot_is_a_number(tmp_path):
 
     merged = validate_config(deep_merge(load_yaml(DEFAULT_CONFIG_PATH), raw))
     assert merged["studies"]["vdm2020"]["figures"]["fig1b"]["epsilons"][:2] == [0.1, 2.0]
+
+
+def test_a_misspelt_value_suggests_the_closest(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("studies:\n  vdm2020:\n    dpsgd:\n      sampling: poison\n")
+    with pytest.raises(ConfigError, match=r"studies\.vdm2020\.dpsgd\.sampling: did you mean 'poisson'\?"):
+        load_config(DEFAULT_CONFIG_PATH, str(p))
+    with pytest.raises(ConfigError, match=r"did you mean 'loss_perturbation'\?"):
+        load_config(DEFAULT_CONFIG_PATH, overrides={"studies": {"vdm2020": {"figures": {"fig1a": {
+            "methods": ["loss_perturbaton"], "epsilons": [1.0], "delta": 0.0, "budget": 100}}}}})
