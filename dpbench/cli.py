@@ -50,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("figures", "check-config", "run", "plan"):
         p = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name])
         p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
-    sub.choices["run"].add_argument("study")
-    sub.choices["run"].add_argument("figure")
-    sub.choices["run"].add_argument("series")
-    sub.choices["run"].add_argument("--out")
-    sub.choices["run"].add_argument("--jobs", type=int, default=1)
+    sub.choices["run"].add_argument("study", help="a study, e.g. vdm2020 (`dpbench figures` lists them)")
+    sub.choices["run"].add_argument("figure", help="one of the study's figures, e.g. fig1a")
+    sub.choices["run"].add_argument("series", help="one of the figure's series (a method, e.g. loss_perturbation)")
+    sub.choices["run"].add_argument("--out", help="write the series' rows to this Parquet file (default: only print "
+                                                  "the summary)")
+    sub.choices["run"].add_argument("--jobs", type=int, default=1,
+                                    help="worker processes (capped at the series' groups and the cores; default 1)")
     sub.choices["plan"].add_argument("--cores", type=int, default=None, help="cores to project on (default: all)")
     sub.choices["plan"].add_argument("--measured", metavar="RESULTS",
                                      help="a results folder of a finished run: print each figure's measured CPU "
