@@ -14,6 +14,7 @@ is costed from its trials (:data:`AUDIT_CPU_S_PER_TRIAL`). Plot, anchor and data
 
 from __future__ import annotations
 
+import functools
 import math
 
 #: Measured single-core CPU-seconds by training-set size N (``benchmarks/fig4_scaling.py`` with the default
@@ -225,13 +226,19 @@ def measured_figure_cpu_s(config: dict, study: str, figure: str) -> float | None
     return max(0.0, base) * size_ratio(config, study, figure)
 
 
+@functools.lru_cache(maxsize=1)
+def _default_studies() -> dict:
+    """``config.yaml``'s studies (read once per process: the plan and the Snakefile ask for every series)."""
+    from dpbench.config import DEFAULT_CONFIG_PATH, load_yaml
+
+    return load_yaml(DEFAULT_CONFIG_PATH).get("studies") or {}
+
+
 def size_ratio(config: dict, study: str, figure: str) -> float:
     """:func:`_size_ratio` of a figure's settings and of its study's top-level scalar and list settings (e.g.
     ``repetitions``) in ``config`` against ``config.yaml``'s (the grid the costs were measured on); 1 for a
     study ``config.yaml`` does not have."""
-    from dpbench.config import DEFAULT_CONFIG_PATH, load_yaml
-
-    default = (load_yaml(DEFAULT_CONFIG_PATH).get("studies") or {}).get(study) or {}
+    default = (_default_studies().get(study) or {})
     have = config["studies"].get(study) or {}
     top = lambda c: {k: v for k, v in c.items() if k != "figures" and not isinstance(v, dict)}  # noqa: E731
     return (_size_ratio((have.get("figures") or {}).get(figure) or {}, (default.get("figures") or {}).get(figure) or {})
