@@ -36,6 +36,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+onstart:
+    W.announce_projection(CONFIG, workflow)   # the cost of what is about to run, then progress lines as jobs finish
+
+
 rule all:
     input:
         W.all_targets(CONFIG),

@@ -59,6 +59,16 @@ def main(argv: list[str] | None = None) -> None:
 
     activate(config)  # the config's plugin methods and user datasets, registered in this process too
     getattr(workflow, function)(config, **kwargs)
+    out = next((kwargs[k] for k in ("out", "out_parquet", "out_html") if k in kwargs), None)
+    if out is not None:   # the run's progress against its projection (dpbench.plan.projection_before_run)
+        from dpbench.progress import progress_line
+
+        try:
+            line = progress_line(config["results_dir"], out)
+        except OSError:
+            line = None
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

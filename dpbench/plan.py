@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from dpbench import costs, shards
 from dpbench import workflow as W
+from dpbench.progress import _h, _wall, cpu_text
 from dpbench.studies import STUDIES
 
 
@@ -216,14 +217,6 @@ def plan(config: dict) -> list[FigurePlan]:
     return [figure_plan(config, s, f) for s, f in W.figures(config)]
 
 
-def _wall(s: float) -> str:
-    return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.0f} min"
-
-
-def _h(s: float) -> str:
-    return f"{s / 3600:.2f}"
-
-
 def measured_cpu_s(results_dir, study: str, figure: str) -> tuple[float, int, int]:
     """(CPU-seconds, files with a cost, files without) of the jobs that wrote a figure's result files (series,
     shards, grouped figure) under ``results_dir``: the ``job_cpu_s`` each job stores in its Parquet metadata
@@ -313,3 +306,61 @@ def report(config: dict, cores: int, measured: str | None = None) -> str:
                      f"{costs.default_series_cpu_s(config) / 60:g} CPU-min (resources.default_cpu_minutes)")
     lines.append("Unit costs: dpbench/costs.py (measured single-core CPU seconds; scaled in N, T, D, C).")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The projection of the jobs a Snakemake run is about to start, and the progress as they finish
+# ---------------------------------------------------------------------------------------------------------
+
+def job_output(config: dict, name: str) -> str | None:
+    """The file a job of :func:`dag` writes (its first output in the Snakefile's rules); None for ``all``."""
+    res, fig = config["results_dir"], config["figures_dir"]
+    parts = name.split("/")
+    if name == "all":
+        return None
+    if name == "claims":
+        return f"{res}/claims.parquet"
+    if name == "privacy_table":
+        return f"{fig}/privacy_as_labelled.html"
+    if len(parts) == 2:
+        st, what = parts
+        if what == "dataset":
+            return f"{res}/{st}/dataset.json"
+        if what == "anchors":
+            return f"{res}/{st}/anchors.parquet"
+        if what == "gallery":
+            return f"{fig}/{st}/index.html"
+        if what.endswith(".png"):
+            return f"{fig}/{st}/{what}"
+    if len(parts) == 3:
+        st, a, b = parts
+        return f"{res}/{st}/data/{b}.json" if a == "data" else f"{res}/{st}/{a}/{b}.parquet"
+    if len(parts) == 4:
+        st, f, m, shard = parts
+        return f"{res}/{st}/{f}/shards/{m}/{shard}.parquet"
+    return None
+
+
+def projection_before_run(config: dict, to_run: set[str], cores: int) -> tuple[str, dict]:
+    """The projection of the jobs of a run about to start: ``to_run`` the output files of the jobs Snakemake will
+    run (paths as in the rules). Returns (one printed paragraph, the per-job record the jobs' progress lines
+    read: output -> projected CPU-s, and the cores)."""
+    import os
+
+    norm = {os.path.normpath(p) for p in to_run}
+    jobs = dag(config)
+    outs = {j.name: job_output(config, j.name) for j in jobs}
+    chosen = {j.name for j in jobs if outs[j.name] is not None and os.path.normpath(outs[j.name]) in norm}
+    sub = [Job(j.name, j.cpu_s, j.threads, tuple(a for a in j.after if a in chosen)) for j in jobs if j.name in chosen]
+    cores = max(1, int(cores or os.cpu_count() or 1))
+    record = {"cores": cores, "jobs": {os.path.normpath(outs[j.name]): j.cpu_s for j in sub}}
+    if not sub:
+        return "", record
+    s = schedule(sub, cores)
+    cpu = sum(j.cpu_s for j in sub)
+    big = max(sub, key=lambda j: j.cpu_s)
+    text = (f"dpbench plan for this run: {len(sub)} jobs, {cpu_text(cpu)} projected, about {_wall(s.wall_s)} on "
+            f"{cores} core(s) ({s.utilisation:.0%} busy); largest job {big.name} {big.cpu_s / 60:.1f} CPU-min. "
+            f"Progress lines with the projected time left follow as jobs finish (projected on a quiet machine: "
+            f"`dpbench plan`; a loaded one takes longer).")
+    return text, record

@@ -6,6 +6,7 @@ All grids are expanded here from the study modules, so the DAG and the plots rea
 from __future__ import annotations
 
 import json
+import sys
 import re
 from pathlib import Path
 
@@ -509,3 +510,23 @@ def light_resources(config: dict, rule: str) -> dict:
         if fnmatch.fnmatchcase(rule, pattern):
             out.update({k: int(v) for k, v in values.items()})
     return out
+
+
+def announce_projection(config: dict, workflow) -> None:
+    """Snakemake ``onstart``: print the projection of the jobs this run is about to start (CPU-hours, wall time on
+    the run's cores, the largest job) and store it for the jobs' progress lines (:mod:`dpbench.progress`).
+    Best effort: it reads Snakemake's DAG (``workflow.dag.needrun_jobs()``), and a failure here never stops a run."""
+    import logging
+
+    log = logging.getLogger("dpbench")
+    try:
+        from dpbench.plan import projection_before_run
+        from dpbench.progress import write_progress_plan
+
+        outputs = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
+        text, record = projection_before_run(config, outputs, workflow.cores)
+        write_progress_plan(config["results_dir"], record)
+        if text:
+            print(text, file=sys.stderr, flush=True)
+    except Exception as e:  # noqa: BLE001 - a projection must never stop the run it describes
+        log.warning("no projection for this run (%s: %s)", type(e).__name__, e)

@@ -52,6 +52,21 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     assert "rule anchors" not in out and "fig1a" not in out
 
 
+def test_a_run_prints_its_projection_then_progress(tmp_path, data_dir):
+    """Before the jobs start, the projection of exactly the jobs about to run (CPU, wall time on the run's cores,
+    the largest job); then one progress line per finished job against it; a rerun with nothing to do prints none."""
+    config = write_config(tmp_path, data_dir)
+    proc = snakemake(tmp_path, config, "--cores", "2", "figures/estimation/ldp_vs_n.png")
+    err = proc.stdout + proc.stderr
+    head = next(line for line in err.splitlines() if line.startswith("dpbench plan for this run:"))
+    n = int(head.split(":")[1].split("jobs")[0])          # the dataset job, the figure's series, the plot
+    assert n >= 3 and "on 2 core(s)" in head and "largest job" in head
+    progress = [line for line in err.splitlines() if line.startswith("dpbench progress:")]
+    assert len(progress) == n and progress[-1].startswith(f"dpbench progress: {n} of {n} jobs done")
+    again = snakemake(tmp_path, config, "--cores", "2", "figures/estimation/ldp_vs_n.png")
+    assert "dpbench plan for this run" not in again.stdout + again.stderr
+
+
 def test_mnist1m_is_prepared_only_for_fig4(tmp_path, data_dir):
     """Data preparation follows the requested targets: Fig. 1a's DAG has no MNIST-1M job (its dataset job only
     prepares the study's own data), Fig. 4's waits for one figure_data job that generates it on all its cores."""
