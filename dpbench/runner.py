@@ -34,7 +34,7 @@ from dpbench.studies.extensions import activate
 
 log = logging.getLogger("dpbench")
 #: fields every cell record written by :func:`_compute_group` has; a cell lacking one is recomputed.
-CELL_FIELDS = ("variant", "runtime_s")
+CELL_FIELDS = ("variant", "runtime_s", "accuracy")   # what every cell record holds (Method.run_group)
 
 
 class _CurrentStderr(logging.StreamHandler):

@@ -85,6 +85,16 @@ def _read_npz(path: Path) -> dict[str, np.ndarray] | None:
         return None
 
 
+#: required cell fields that must hold a finite number (a cell with ``accuracy: "high"`` or NaN is recomputed)
+NUMERIC_FIELDS = frozenset({"accuracy", "runtime_s"})
+
+
+def _finite_number(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 class Store:
     """The cell and artefact cache rooted at ``root``."""
 
@@ -123,8 +133,12 @@ class Store:
             log.warning("cell %s is unreadable (%s: %s); recomputing it", path, type(exc).__name__, exc)
             return None
         missing = [k for k in require if k not in rec] if isinstance(rec, dict) else None
-        if not isinstance(rec, dict) or not rec or missing:
-            why = f"lacks {missing}" if missing else f"holds {type(rec).__name__} {str(rec)[:40]!r}"
+        bad = [k for k in require if k in NUMERIC_FIELDS and not _finite_number(rec.get(k))] \
+            if isinstance(rec, dict) and not missing else []
+        if not isinstance(rec, dict) or not rec or missing or bad:
+            why = (f"lacks {missing}" if missing else
+                   f"{bad[0]} = {rec[bad[0]]!r} is not a finite number" if bad else
+                   f"holds {type(rec).__name__} {str(rec)[:40]!r}")
             log.warning("cell %s is invalid (%s); recomputing it", path, why)
             return None
         return rec

@@ -27,25 +27,34 @@ def _damage(path, how):
         path.write_bytes(b"{}")
     elif how == "foreign_object":
         path.write_bytes(b'{"accuracy": 0.5}')
+    elif how == "accuracy_text":
+        path.write_bytes(b'{"accuracy": "high", "variant": "real", "runtime_s": 0.1}')
+    elif how == "accuracy_nan":
+        path.write_bytes(b'{"accuracy": NaN, "variant": "real", "runtime_s": 0.1}')
+    elif how == "no_accuracy":
+        path.write_bytes(b'{"variant": "real", "runtime_s": 0.1}')
     else:
         raise AssertionError(how)
 
 
-@pytest.mark.parametrize("how", ["truncate", "garbage", "empty_object", "foreign_object"])
+@pytest.mark.parametrize("how", ["truncate", "garbage", "empty_object", "foreign_object", "accuracy_text",
+                                 "accuracy_nan", "no_accuracy"])
 def test_unusable_cell_is_logged_and_recomputed(tmp_path, dpbench_log, how):
     store = Store(tmp_path)
     key = "cd" * 32
     good = {"accuracy": 0.9, "variant": "real", "runtime_s": 0.1}
     store.put_cell(key, good)
     _damage(store.cell_path(key), how)
-    required = ("variant", "runtime_s")
+    from dpbench.runner import CELL_FIELDS as required   # what the runner requires of every cell
+
     with dpbench_log.at_level("WARNING"):
         assert store.get_cell(key, required) is None
         assert not store.has_cell(key, required)
     assert str(store.cell_path(key)) in dpbench_log.text
     calls = []
-    rec = store.record(key, lambda: calls.append(1) or good) if how != "foreign_object" else good
-    if how != "foreign_object":  # (a foreign object is a valid generic record; the runner requires fields)
+    generic = how in ("foreign_object", "accuracy_text", "accuracy_nan", "no_accuracy")
+    rec = store.record(key, lambda: calls.append(1) or good) if not generic else good
+    if not generic:  # (these are valid generic records; the runner requires its fields and their types)
         assert rec == good and calls == [1] and store.get_cell(key) == good
 
 
