@@ -237,7 +237,11 @@ def job_config(raw: dict, config: dict, main_process: bool = True) -> str:
     if json.loads(text) != config:
         raise ConfigError("invalid config: it must be representable as JSON (string keys, lists, numbers, strings), "
                           "because the jobs read it from a JSON file")
-    if not path.exists() or (main_process and path.read_text() != text):
+    try:
+        current = path.read_bytes() if path.exists() else None
+    except OSError:
+        current = None
+    if current is None or (main_process and current != text.encode()):   # missing, unreadable, garbage: rewritten
         atomic_write_bytes(path, text.encode())
     return str(path)
 

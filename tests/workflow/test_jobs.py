@@ -58,6 +58,16 @@ def test_job_config_written_by_the_main_process_kept_by_a_job_process(tmp_path):
     assert other != str(path)
 
 
+def test_a_garbage_job_config_is_rewritten(tmp_path):
+    """A damaged results/.jobs/config-*.json (binary garbage) is rewritten by the main process (it was a
+    UnicodeDecodeError at the Snakefile's start on every run)."""
+    raw = {"results_dir": str(tmp_path / "res"), "x": 1}
+    path = Path(W.job_config(raw, raw))
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    assert W.job_config(raw, raw) == str(path)
+    assert json.loads(path.read_text()) == raw
+
+
 def test_job_config_refuses_what_json_cannot_carry(tmp_path):
     raw = {"results_dir": str(tmp_path), "grid": {1: "a"}}  # an integer key would come back as "1"
     with pytest.raises(ConfigError, match="JSON"):
