@@ -67,6 +67,22 @@ def test_a_run_prints_its_projection_then_progress(tmp_path, data_dir):
     assert "dpbench plan for this run" not in again.stdout + again.stderr
 
 
+def test_an_output_left_incomplete_is_rerun_by_the_plain_rerun(tmp_path, data_dir):
+    """What a SIGINT to Snakemake alone leaves (an output marked incomplete in .snakemake/incomplete) is recomputed
+    by a plain rerun (the default profile's rerun-incomplete) instead of an IncompleteFilesException."""
+    from base64 import urlsafe_b64encode
+
+    config = write_config(tmp_path, data_dir)
+    snakemake(tmp_path, config, "--cores", "2", "figures/estimation/ldp_vs_n.png")
+    target = "figures/estimation/ldp_vs_n.png"
+    marker = tmp_path / ".snakemake" / "incomplete" / urlsafe_b64encode(target.encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
+    out = snakemake(tmp_path, config, "--cores", "2", "-n", target)
+    assert "IncompleteFilesException" not in out.stdout + out.stderr
+    assert "rule figure" in out.stdout + out.stderr      # the incomplete plot is redone
+
+
 def test_mnist1m_is_prepared_only_for_fig4(tmp_path, data_dir):
     """Data preparation follows the requested targets: Fig. 1a's DAG has no MNIST-1M job (its dataset job only
     prepares the study's own data), Fig. 4's waits for one figure_data job that generates it on all its cores."""
