@@ -150,6 +150,35 @@ def parquet_is_intact(path: str | Path) -> bool:
     return head == b"PAR1" and tail[4:] == b"PAR1" and footer + 12 <= size
 
 
+def png_is_intact(path: str | Path) -> bool:
+    """A complete PNG file: the signature at the start, the IEND chunk at the end (a truncated drawing lacks it)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 12))
+            tail = fh.read(12)
+    except OSError:
+        return False
+    return head == b"\x89PNG\r\n\x1a\n" and tail[4:8] == b"IEND"
+
+
+def remove_damaged_figures(figures_dir: str | Path) -> list[Path]:
+    """Delete every ``*.png`` under ``figures_dir`` that is not :func:`png_is_intact`, with a warning naming it, so
+    that the figure is a missing target and redrawn (run at workflow start-up, like the Parquet check)."""
+    import logging
+
+    removed = []
+    for f in Path(figures_dir).rglob("*.png") if Path(figures_dir).is_dir() else []:
+        if not f.name.startswith(".") and not png_is_intact(f):
+            logging.getLogger("dpbench").warning("figure %s is damaged (not a complete PNG file); removing it so "
+                                                 "that it is redrawn", f)
+            f.unlink(missing_ok=True)
+            removed.append(f)
+    return removed
+
+
 def remove_damaged_results(results_dir: str | Path, skip: str | Path | None = None) -> list[Path]:
     """Delete every ``*.parquet`` under ``results_dir`` (but under ``skip``, e.g. the cache) that is not
     :func:`parquet_is_intact`, logging a warning naming it; returns them. Run at workflow start-up, so a damaged

@@ -39,10 +39,12 @@ def subprocess_config(config: dict) -> dict:
 
 
 def remove_damaged_results(config: dict) -> list:
-    """:func:`dpbench.results.remove_damaged_results` on the run's results folder (not its cache)."""
+    """:func:`dpbench.results.remove_damaged_results` on the run's results folder (not its cache) and
+    :func:`~dpbench.results.remove_damaged_figures` on its figures folder."""
+    from dpbench.results import remove_damaged_figures
     from dpbench.results import remove_damaged_results as remove
 
-    return remove(config["results_dir"], skip=config["cache_dir"])
+    return remove(config["results_dir"], skip=config["cache_dir"]) + remove_damaged_figures(config["figures_dir"])
 
 
 def figures(config: dict) -> list[tuple[str, str]]:

@@ -46,3 +46,4 @@ def test_deleted_and_damaged_results_are_rebuilt(tmp_path, data_dir):
     for p, df in want.items():  # identical values (the wall-clock runtime column aside)
         pd.testing.assert_frame_equal(pd.read_parquet(p).drop(columns=["runtime_s"]), df.drop(columns=["runtime_s"]))
     assert cell_files(tmp_path) == cells  # rebuilt from the cell cache: no cell recomputed
+
