@@ -43,6 +43,7 @@ def test_default_and_smoke_configs_are_valid():
         ({"data": {"mnist_source": "internet"}}, "data.mnist_source"),
         ({"seed": -3}, "seed"),
         ({"studies": {"vdm2020": {"repetitions": 3.0}}}, "studies.vdm2020.repetitions"),   # an int, not 3.0
+        ({"studies": {"vdm2020": {"n_train": 10**12}}}, "studies.vdm2020.n_train"),         # was "[Errno 22]"
         ({"results_dir": ""}, "results_dir"),          # "" put every output at the filesystem root
         ({"cache_dir": ""}, "cache_dir"),
         ({"data": {"cache_dir": ""}}, "data.cache_dir"),
