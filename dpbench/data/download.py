@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 import sys
 import urllib.error
 import urllib.parse
@@ -105,18 +106,33 @@ def copy_source(kind: str, location: str, out, label: str, timeout: float, progr
         _copy_url(location, out, timeout, progress)
 
 
+#: a download is abandoned (the next source is tried) when it has run this long, or when after
+#: :data:`SLOW_AFTER_S` seconds it averages less than :data:`MIN_RATE` bytes/s: the socket timeout alone never
+#: fires on a server that trickles a byte every few seconds
+DEADLINE_S = 900.0
+SLOW_AFTER_S = 60.0
+MIN_RATE = 1024.0
+_now = time.monotonic
+
+
 def _copy_url(url: str, out, timeout: float, progress: bool) -> None:
     req = urllib.request.Request(url, headers={"User-Agent": "dpbench-data/0.1"})
+    start = _now()
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         total = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
         total = int(total) if total and str(total).isdigit() else None
         done, next_report = 0, 0.25
+        read = getattr(resp, "read1", resp.read)   # returns what has arrived: the deadline is checked as bytes trickle
         while True:
-            block = resp.read(_CHUNK)
+            block = read(_CHUNK)
             if not block:
                 break
             out.write(block)
             done += len(block)
+            took = _now() - start
+            if took > DEADLINE_S or (took > SLOW_AFTER_S and done / took < MIN_RATE):
+                raise OSError(f"download too slow: {done} bytes in {took:.0f} s (deadline {DEADLINE_S:.0f} s, at "
+                              f"least {MIN_RATE:.0f} B/s after {SLOW_AFTER_S:.0f} s)")
             if progress and total and done / total >= next_report:
                 _say(progress, f"  {done / total:4.0%} of {total / 1e6:.1f} MB")
                 next_report += 0.25

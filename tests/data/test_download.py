@@ -97,3 +97,36 @@ def test_corrupted_cache_entry_is_replaced(tmp_path, mirror, capsys):
     with pytest.raises(DownloadError):
         fetch_file("f.bin", ["file:///nonexistent/f.bin"], _md5(CONTENT), cache, progress=False)
     assert list(cache.iterdir()) == []
+
+
+def test_a_trickling_server_is_abandoned_for_the_next_source(tmp_path, mirror, monkeypatch):
+    """A server that sends a byte every 2 s never trips the socket timeout: after SLOW_AFTER_S at under MIN_RATE
+    bytes/s the download is abandoned (the clock is simulated) and the next source is used."""
+    import dpbench.data.download as D
+
+    clock = [0.0]
+    monkeypatch.setattr(D, "_now", lambda: clock[0])
+
+    class Trickle:
+        headers = {}
+
+        def read1(self, n):
+            clock[0] += 2.0
+            return b"x"
+
+        read = read1
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    real = D.urllib.request.urlopen
+    monkeypatch.setattr(D.urllib.request, "urlopen",
+                        lambda req, timeout: Trickle() if "slow.example" in req.full_url else real(req, timeout=timeout))
+    p = fetch_file("f.bin", ["http://slow.example/f.bin", (mirror / "f.bin").as_uri()], _sha(CONTENT),
+                   tmp_path / "c", progress=False)
+    assert p.read_bytes() == CONTENT and clock[0] <= D.SLOW_AFTER_S + 4
+    with pytest.raises(DownloadError, match="download too slow"):
+        fetch_file("g.bin", ["http://slow.example/g.bin"], _sha(CONTENT), tmp_path / "c", progress=False)
