@@ -190,6 +190,9 @@ MEASURED_FIGURE_CPU_S = {
     ("song2018", "table7_3"): 11.8 - 2.3 - 3, ("song2018", "fig7_5"): 8.4 - 2.3 - 3, ("song2018", "fig3_3"): 5.7 - 2.3 - 3,
     ("song2018", "fig3_1"): 17.9 - 2.3 - 3, ("song2018", "fig3_2"): 49.5 - 2.3 - 3,
     ("song2018", "fig4_1"): 2156.5 - 2.3 - 3,   # ch4_covertype_epsn ~1,800 of it (100 runs x 10 ε_N)
+    # wu2016 ch. 3 under load 3-4 (three processes on the 2 cores): fig3_2 from scratch in a fresh cache (its grid
+    # invocation was interrupted), fig3_3 after it on the grid's cache
+    ("wu2016", "fig3_2"): 577.4 - 2.3 - 8 - 3, ("wu2016", "fig3_3"): 258.9 - 2.3 - 3,
 }
 #: keys of a figure's or study's settings that scale its work linearly (a list scales it by its length)
 SIZE_KEYS = ("repetitions", "runs", "trials", "queries", "teachers", "n", "n_train", "n_members", "permutations",
