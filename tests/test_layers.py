@@ -15,7 +15,7 @@ LAYERS = [
     {"data"}, {"privacy"}, {"learn"}, {"methods"}, {"attacks"}, {"audit"},
     {"plot"},                                                                  # drawing helpers
     {"studies"},
-    {"runner", "shards", "costs", "plan", "figures", "report", "reference", "workflow", "jobs"},  # orchestration
+    {"runner", "shards", "costs", "plan", "progress", "figures", "report", "reference", "workflow", "jobs"},  # orchestration
     {"cli"},
 ]
 
