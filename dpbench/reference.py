@@ -429,8 +429,11 @@ def report_text(c: Comparison, ref_path, run_path, limit: int = 40) -> str:
                          f"(measured {r.measured_run}; reference {r.measured_ref})")
     pc, cc = c.points["status"].value_counts(), c.claims["status"].value_counts()
     n_cmp = int(pc.get("ok", 0) + pc.get("differs", 0))
+    z = c.points.loc[c.points["status"].isin(["ok", "differs"]), "z"].abs()
+    zmax = float(z.max()) if len(z) else 0.0   # 0: every compared point equals the reference (an unchanged rerun)
     lines.append(
-        f"{'FAIL' if c.failed else 'OK'}: {run_path} vs {ref_path}: {n_cmp} points compared, "
+        f"{'FAIL' if c.failed else 'OK'}: {run_path} vs {ref_path}: {n_cmp} points compared "
+        f"(largest |z| {zmax:.2f}{', all identical' if n_cmp and zmax == 0 else ''}), "
         f"{int(pc.get('differs', 0))} differ beyond |z| > {c.z_crit:.2f} (family-wise α = {c.alpha:g}), "
         f"{int(pc.get('missing', 0))} missing, {int(pc.get('timing', 0))} timing points not compared; "
         f"{len(c.claims)} claims: {int(cc.get('changed', 0))} verdicts changed, {int(cc.get('missing', 0))} missing"

@@ -122,7 +122,8 @@ def test_default_reference_is_chosen_by_the_grid_and_the_cli_exit_codes(tmp_path
     with pytest.raises(ValueError, match="no reference matches"):
         R.default_reference(write_run(tmp_path / "run2", rows(), CLAIMS, {**cfg, "seed": 2}), root)
     assert main(["compare", str(run), str(root / "mine")]) == 0
-    assert "OK:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "OK:" in out and "(largest |z| 0.00, all identical)" in out     # the same rows: every z exactly 0
     assert main(["compare", str(write_run(tmp_path / "run3", rows(shift=1.0), CLAIMS)), str(root / "mine")]) == 1
     out = capsys.readouterr().out
     assert "DIFFERS  toy/f1 b accuracy" in out and out.strip().splitlines()[-1].startswith("FAIL")
