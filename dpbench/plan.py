@@ -109,8 +109,10 @@ def dag(config: dict) -> list[Job]:
         names = W.series_names(config, st, fig)
         outs = []
         if config.get("group_series"):
-            cpu = sum(W.series_cpu_s(config, st, fig, m) for m in names)
-            jobs.append(Job(f"{st}/{fig}/all-series", cpu, W.figure_threads(config, st, fig), data))
+            fp = figure_plan(config, st, fig)   # its series together, what an earlier figure computed not again
+            cpu = fp.cpu_s - sum(c for k, c in fp.shared.items() if (st, k) in paid)
+            paid.update((st, k) for k in fp.shared)
+            jobs.append(Job(f"{st}/{fig}/all-series", max(cpu, 1.0), W.figure_threads(config, st, fig), data))
             outs.append(jobs[-1].name)
         else:
             for m in names:
@@ -272,9 +274,8 @@ def report(config: dict, cores: int, measured: str | None = None) -> str:
         lines.append(f"{st:34s} {j:6d} {c if c else '-':>9} {'':>8s} {_h(cpu):>7s} {big / 60:9.1f} min")
     graph = dag(config)
     jobs = len(graph)   # as Snakemake counts them (its "total")
-    cpu = sum(r.cpu_s for r in rows) - saved
-    chain = max(r.chain_s for r in rows) if rows else 0.0
-    wall = max(cpu / cores, chain) + jobs * costs.JOB_OVERHEAD_S / cores
+    series_cpu = sum(r.cpu_s for r in rows) - saved
+    cpu = sum(j.cpu_s for j in graph)   # every job: the series and the data preparation, plots and checks
     largest = max(r.largest_job_s for r in rows) if rows else 0.0
     unsharded = max(r.unsharded_largest_s for r in rows) if rows else 0.0
     sh = config.get("sharding") or {}
@@ -283,7 +284,8 @@ def report(config: dict, cores: int, measured: str | None = None) -> str:
             else "one job per series (unsharded)")
     sched = {n: schedule(graph, n) for n in sorted({cores, 2, 16, 64})}
     here = sched[cores]
-    lines += ["", f"total: {jobs} jobs ({mode}), {_h(cpu)} CPU-hours; largest job {largest / 60:.1f} CPU-min "
+    lines += ["", f"total: {jobs} jobs ({mode}), {_h(cpu)} CPU-hours ({_h(series_cpu)} in the series above, the "
+                  f"rest data preparation, plots and checks); largest job {largest / 60:.1f} CPU-min "
                   f"(unsharded {unsharded / 60:.1f} CPU-min)",
               f"projected wall time on {cores} cores: {_wall(here.wall_s)}, utilisation {here.utilisation:.0%} "
               f"(CPU-seconds / (cores x wall), Snakemake's scheduling simulated job by job)",
