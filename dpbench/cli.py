@@ -41,6 +41,12 @@ COMMANDS = {
 }
 
 
+def _directory_option(p) -> None:
+    p.add_argument("-d", "--directory", metavar="DIR",
+                   help="work in DIR, as `snakemake -d DIR` does: the config's relative paths (results, data, cache, "
+                        "plugin files) resolve from DIR; --configfile paths are taken from the current folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dpbench", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -50,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("figures", "check-config", "run", "plan"):
         p = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name])
         p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
+        _directory_option(p)
     sub.choices["run"].add_argument("study", help="a study, e.g. vdm2020 (`dpbench figures` lists them)")
     sub.choices["run"].add_argument("figure", help="one of the study's figures, e.g. fig1a")
     sub.choices["run"].add_argument("series", help="one of the figure's series (a method, e.g. loss_perturbation)")
@@ -70,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-twins", action="store_true", help="audit the correct implementation only")
     p.add_argument("--seed-index", type=int, default=0, help="which repetition's seed to use (default 0)")
     p.add_argument("--configfile", action="append", help="config files merged over config.yaml")
+    _directory_option(p)
     p = sub.add_parser("compare", help=COMMANDS["compare"], description=COMMANDS["compare"],
                        epilog="The threshold and its justification: `python -c 'import dpbench.reference as r; "
                               "help(r)'` or docs/reference/README.md.")
@@ -85,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", help="the run's figures folder: also write its PNGs, downscaled")
     p.add_argument("--note", default="", help="a sentence stored in meta.json (how the run was made)")
     args = parser.parse_args(argv)
+    if getattr(args, "directory", None):   # as snakemake -d: relative paths of the config resolve from there
+        import os
+
+        if not os.path.isdir(args.directory):
+            print(f"dpbench: error: -d/--directory {args.directory}: not a folder", file=sys.stderr)
+            return 2
+        args.configfile = [os.path.abspath(f) for f in args.configfile or []] or None   # given from here
+        os.chdir(args.directory)
     try:
         if args.cmd == "figures":
             from dpbench import workflow as W

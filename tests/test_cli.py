@@ -114,3 +114,21 @@ def test_summary_groups_by_every_column_that_separates_curves(tmp_path, capsys):
     table = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("estimation")]
     assert len(table) == 2 * 3 * 2 and all(line.split()[-1] == "30" for line in table)
     assert all(float(line.split()[-2]) == 0.0 for line in table)  # one ε per line: no spread
+
+
+def test_directory_option_resolves_the_config_from_there(tmp_path, monkeypatch, capsys):
+    """``-d DIR`` as in Snakemake: a plugin file named relative to the workflow folder is found from anywhere;
+    --configfile stays relative to where the command runs; a missing DIR is a usage error (exit 2)."""
+    work = tmp_path / "wf"
+    work.mkdir()
+    (work / "myplug.py").write_text("X = 1\n")
+    (tmp_path / "cfg.yaml").write_text("plugins: [myplug.py]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["check-config", "--configfile", "../cfg.yaml"]) == 2          # myplug.py is not here
+    assert "myplug.py" in capsys.readouterr().err
+    assert main(["check-config", "-d", str(work), "--configfile", "../cfg.yaml"]) == 0
+    assert "config OK" in capsys.readouterr().out
+    assert main(["plan", "-d", str(tmp_path / "missing")]) == 2
+    assert "not a folder" in capsys.readouterr().err
