@@ -59,6 +59,33 @@ class _StrictLoader(yaml.SafeLoader):
 
 _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXP_FLOAT, list("-+0123456789"))
 
+#: bounds of a config document: values after expanding aliases (a 2.5 KB "billion laughs" file of nested aliases
+#: expands to 10⁹ values, which every walk of the config — validation, copies, JSON — then pays), and nesting depth
+MAX_YAML_VALUES = 1_000_000
+MAX_YAML_DEPTH = 100
+
+
+def _check_document_size(node, path) -> None:
+    """Raise :class:`ConfigError` when the composed YAML ``node`` would expand to more than
+    :data:`MAX_YAML_VALUES` values or nests deeper than :data:`MAX_YAML_DEPTH` (counted on the node graph, each
+    shared node once: linear time whatever the expansion)."""
+    size: dict = {}
+    stack = [(node, 1, False)]
+    while stack:
+        n, depth, done = stack.pop()
+        if depth > MAX_YAML_DEPTH:
+            raise ConfigError(f"invalid config: {path}: nested deeper than {MAX_YAML_DEPTH} levels")
+        kids = ([v for kv in n.value for v in kv] if isinstance(n, yaml.MappingNode) else
+                list(n.value) if isinstance(n, yaml.SequenceNode) else [])
+        if done:
+            size[id(n)] = 1 + sum(size[id(k)] for k in kids)
+            if size[id(n)] > MAX_YAML_VALUES:
+                raise ConfigError(f"invalid config: {path}: the document expands to more than {MAX_YAML_VALUES:,} "
+                                  f"values (nested aliases?)")
+        elif id(n) not in size:
+            stack.append((n, depth, True))
+            stack.extend((k, depth + 1, False) for k in kids if id(k) not in size)
+
 
 def coerce_numbers(obj):
     """``obj`` with every string of the form ``1e-5`` (YAML 1.2 float, a string in YAML 1.1) as a float."""
@@ -76,7 +103,16 @@ def load_yaml(path: str | Path) -> dict:
     is not a mapping raises :class:`ConfigError` naming the file and line."""
     try:
         with open(path) as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+            loader = _StrictLoader(fh)
+            try:
+                node = loader.get_single_node()
+                if node is not None:
+                    _check_document_size(node, path)
+                data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+    except RecursionError:
+        raise ConfigError(f"invalid config: {path}: nested too deeply (more than {MAX_YAML_DEPTH} levels)") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

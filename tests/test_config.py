@@ -172,3 +172,31 @@ def test_a_misspelt_value_suggests_the_closest(tmp_path):
     with pytest.raises(ConfigError, match=r"did you mean 'loss_perturbation'\?"):
         load_config(DEFAULT_CONFIG_PATH, overrides={"studies": {"vdm2020": {"figures": {"fig1a": {
             "methods": ["loss_perturbaton"], "epsilons": [1.0], "delta": 0.0, "budget": 100}}}}})
+
+
+def test_alias_bombs_deep_nesting_and_tiny_epsilon_are_named_errors(tmp_path):
+    """A 2.5 KB "billion laughs" file (nested aliases, 10⁹ values once expanded) and a 5,000-deep list fail at
+    once with a named error (78 s and 2.4 GB, and a RecursionError traceback, before); ε below 10⁻⁶ is refused by
+    the schema (ε = 1e-300 raised from L-BFGS)."""
+    import time
+
+    lol = tmp_path / "lol.yaml"
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lol.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="expands to more than"):
+        load_config(DEFAULT_CONFIG_PATH, str(lol))
+    assert time.perf_counter() - t0 < 10
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("x: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(DEFAULT_CONFIG_PATH, str(deep))
+    with pytest.raises(ConfigError, match="studies.vdm2020.figures.fig1a.epsilons"):
+        load_config(DEFAULT_CONFIG_PATH, overrides={"studies": {"vdm2020": {"figures": {"fig1a": {
+            "epsilons": [1e-300], "delta": 0.0, "budget": 100}}}}})
+    ok = tmp_path / "anchors.yaml"            # ordinary anchors still work
+    ok.write_text("studies:\n  vdm2020:\n    figures:\n      fig1a: &f {epsilons: [1.0], delta: 0.0, budget: 100}\n"
+                  "      fig2a: null\n")
+    assert load_config(DEFAULT_CONFIG_PATH, str(ok))["studies"]["vdm2020"]["figures"]["fig1a"]["epsilons"] == [1.0]
