@@ -78,6 +78,7 @@ class Job:
     cpu_s: float
     threads: int = 1
     after: tuple = ()     # names of the jobs it waits for
+    output: str | None = None   # the file it writes (its first output in the Snakefile's rules); None for ``all``
 
 
 def dag(config: dict) -> list[Job]:
@@ -86,9 +87,10 @@ def dag(config: dict) -> list[Job]:
     one series job (or one job per figure with ``group_series``); per figure the plot; per study the anchor
     checks after its figures; the claims page after every study."""
     jobs: list[Job] = []
+    res, fig_dir = config["results_dir"], config["figures_dir"]
     studies = {s for s, _ in W.figures(config)}
     for st in sorted(studies):
-        jobs.append(Job(f"{st}/dataset", costs.dataset_cpu_s(config, st)))
+        jobs.append(Job(f"{st}/dataset", costs.dataset_cpu_s(config, st), output=f"{res}/{st}/dataset.json"))
     figs_of: dict = {}
     extra: set = set()
     paid: set = set()   # identities (shards.Shard.shared) an earlier shard of the study computes: read from the cache
@@ -100,41 +102,45 @@ def dag(config: dict) -> list[Job]:
 
     for st, fig in W.figures(config):
         named = tuple(f"{st}/data/{n}" for n in STUDIES[st].figure_data(config, fig))
-        for n in STUDIES[st].figure_data(config, fig):
+        for n, path in zip(STUDIES[st].figure_data(config, fig), W.figure_data_files(config, st, fig)):
             if (st, n) not in extra:
                 extra.add((st, n))
                 jobs.append(Job(f"{st}/data/{n}", costs.figure_data_cpu_s(config, st, n), W.FIGURE_DATA_THREADS,
-                                (f"{st}/dataset",)))   # the schedule caps its threads at the cores
+                                (f"{st}/dataset",), path))   # the schedule caps its threads at the cores
         data = (f"{st}/dataset",) + named
         names = W.series_names(config, st, fig)
+        files = W.series_files(config, st, fig)
         outs = []
         if config.get("group_series"):
             fp = figure_plan(config, st, fig)   # its series together, what an earlier figure computed not again
             cpu = fp.cpu_s - sum(c for k, c in fp.shared.items() if (st, k) in paid)
             paid.update((st, k) for k in fp.shared)
-            jobs.append(Job(f"{st}/{fig}/all-series", max(cpu, 1.0), W.figure_threads(config, st, fig), data))
+            jobs.append(Job(f"{st}/{fig}/all-series", max(cpu, 1.0), W.figure_threads(config, st, fig), data,
+                            files[0]))
             outs.append(jobs[-1].name)
         else:
-            for m in names:
+            for m, path in zip(names, files):
                 if shards.enabled(config, st):
                     sp = shards.plan(config, st, fig, m)
+                    where = shards.shard_dir(config, st, fig, m)
                     tun = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
-                               data) for s in sp.tuning]
+                               data, f"{where}/{s.name}.parquet") for s in sp.tuning]
                     fin = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
-                               data + tuple(j.name for j in tun)) for s in sp.final]
+                               data + tuple(j.name for j in tun), f"{where}/{s.name}.parquet") for s in sp.final]
                     jobs += tun + fin
-                    jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data))
+                    jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data, path))
                 else:
                     jobs.append(Job(f"{st}/{fig}/{m}", W.series_cpu_s(config, st, fig, m),
-                                    W.series_threads(config, st, fig, m), data))
+                                    W.series_threads(config, st, fig, m), data, path))
                 outs.append(jobs[-1].name)
-        jobs.append(Job(f"{st}/{fig}.png", costs.PLOT_CPU_S, 1, tuple(outs)))
+        jobs.append(Job(f"{st}/{fig}.png", costs.PLOT_CPU_S, 1, tuple(outs), f"{fig_dir}/{st}/{fig}.png"))
         figs_of.setdefault(st, []).append(jobs[-1].name)
-    for st, figs in figs_of.items():
-        jobs.append(Job(f"{st}/anchors", costs.PLOT_CPU_S, 1, tuple(figs)))
-        jobs.append(Job(f"{st}/gallery", costs.PLOT_CPU_S, 1, (f"{st}/anchors",) + tuple(figs)))
-    jobs.append(Job("privacy_table", costs.PLOT_CPU_S, 1, ()))
-    jobs.append(Job("claims", costs.PLOT_CPU_S, 1, tuple(f"{st}/anchors" for st in figs_of)))
+    for (st, figs), anchors in zip(figs_of.items(), W.claims_inputs(config)):
+        jobs.append(Job(f"{st}/anchors", costs.PLOT_CPU_S, 1, tuple(figs), anchors))
+        jobs.append(Job(f"{st}/gallery", costs.PLOT_CPU_S, 1, (f"{st}/anchors",) + tuple(figs),
+                        f"{fig_dir}/{st}/index.html"))
+    jobs.append(Job("privacy_table", costs.PLOT_CPU_S, 1, (), f"{fig_dir}/privacy_as_labelled.html"))
+    jobs.append(Job("claims", costs.PLOT_CPU_S, 1, tuple(f"{st}/anchors" for st in figs_of), f"{res}/claims.parquet"))
     # Snakemake's target rule (a local rule: no work, counted in its job total)
     jobs.append(Job("all", 0.0, 1, tuple(j.name for j in jobs if j.name == "claims" or j.name == "privacy_table"
                                          or j.name.endswith("/gallery"))))
@@ -314,35 +320,6 @@ def report(config: dict, cores: int, measured: str | None = None) -> str:
 # The projection of the jobs a Snakemake run is about to start, and the progress as they finish
 # ---------------------------------------------------------------------------------------------------------
 
-def job_output(config: dict, name: str) -> str | None:
-    """The file a job of :func:`dag` writes (its first output in the Snakefile's rules); None for ``all``."""
-    res, fig = config["results_dir"], config["figures_dir"]
-    parts = name.split("/")
-    if name == "all":
-        return None
-    if name == "claims":
-        return f"{res}/claims.parquet"
-    if name == "privacy_table":
-        return f"{fig}/privacy_as_labelled.html"
-    if len(parts) == 2:
-        st, what = parts
-        if what == "dataset":
-            return f"{res}/{st}/dataset.json"
-        if what == "anchors":
-            return f"{res}/{st}/anchors.parquet"
-        if what == "gallery":
-            return f"{fig}/{st}/index.html"
-        if what.endswith(".png"):
-            return f"{fig}/{st}/{what}"
-    if len(parts) == 3:
-        st, a, b = parts
-        return f"{res}/{st}/data/{b}.json" if a == "data" else f"{res}/{st}/{a}/{b}.parquet"
-    if len(parts) == 4:
-        st, f, m, shard = parts
-        return f"{res}/{st}/{f}/shards/{m}/{shard}.parquet"
-    return None
-
-
 def projection_before_run(config: dict, to_run: set[str], cores: int) -> tuple[str, dict]:
     """The projection of the jobs of a run about to start: ``to_run`` the output files of the jobs Snakemake will
     run (paths as in the rules). Returns (one printed paragraph, the per-job record the jobs' progress lines
@@ -351,11 +328,11 @@ def projection_before_run(config: dict, to_run: set[str], cores: int) -> tuple[s
 
     norm = {os.path.normpath(p) for p in to_run}
     jobs = dag(config)
-    outs = {j.name: job_output(config, j.name) for j in jobs}
-    chosen = {j.name for j in jobs if outs[j.name] is not None and os.path.normpath(outs[j.name]) in norm}
-    sub = [Job(j.name, j.cpu_s, j.threads, tuple(a for a in j.after if a in chosen)) for j in jobs if j.name in chosen]
+    chosen = {j.name for j in jobs if j.output is not None and os.path.normpath(j.output) in norm}
+    sub = [Job(j.name, j.cpu_s, j.threads, tuple(a for a in j.after if a in chosen), j.output)
+           for j in jobs if j.name in chosen]
     cores = max(1, int(cores or os.cpu_count() or 1))
-    record = {"cores": cores, "jobs": {os.path.normpath(outs[j.name]): j.cpu_s for j in sub}}
+    record = {"cores": cores, "jobs": {os.path.normpath(j.output): j.cpu_s for j in sub}}
     if not sub:
         return "", record
     s = schedule(sub, cores)
