@@ -254,10 +254,6 @@ def _forward_backward(W1, b1, W2, b2, Xb, yb, want_loss=False):
     return Hh, D1, Z, loss_sum
 
 
-def _sq_norms(A):
-    return np.einsum("...k,...k->...", A, A)
-
-
 def _check_xy(params, X, y):
     X = _as_float_matrix(X)
     if X.shape[1] != params.dim:
@@ -373,7 +369,9 @@ def mlp_loss_and_gradient(params, X, y, weight_decay=0.0):
 
 
 def _norms_from_parts(xsq, Hh, D1, D2):
-    return np.sqrt((xsq + 1.0) * _sq_norms(D1) + (_sq_norms(Hh) + 1.0) * _sq_norms(D2))
+    """Per-example gradient norms over all parameters, accumulated in float64 from the values the gradient is made
+    of (whatever their dtype: the clip bound of a float32 loop, :mod:`dpbench.learn.dpsgd`)."""
+    return np.sqrt((xsq + 1.0) * sq_norms64(D1) + (sq_norms64(Hh) + 1.0) * sq_norms64(D2))
 
 
 def mlp_per_example_gradient_norms(params, X, y):
@@ -382,7 +380,7 @@ def mlp_per_example_gradient_norms(params, X, y):
     p = _single(params)
     X, y = _check_xy(p, X, y)
     Hh, D1, D2, _ = _forward_backward(*_stacked_single(p), X[None], y[None])
-    return _norms_from_parts(_sq_norms(X)[None], Hh, D1, D2)[0]
+    return _norms_from_parts(sq_norms64(X)[None], Hh, D1, D2)[0]
 
 
 def mlp_clipped_gradient_sum(params, X, y, clip):
@@ -394,7 +392,7 @@ def mlp_clipped_gradient_sum(params, X, y, clip):
     X, y = _check_xy(p, X, y)
     _check_clip(clip)
     Hh, D1, D2, _ = _forward_backward(*_stacked_single(p), X[None], y[None])
-    s = clip_scales(_norms_from_parts(_sq_norms(X)[None], Hh, D1, D2), clip)
+    s = clip_scales(_norms_from_parts(sq_norms64(X)[None], Hh, D1, D2), clip)
     D1 *= s[..., None]
     D2 *= s[..., None]
     return MLPParams(*(a[0] for a in _grad_sums(X[None], Hh, D1, D2)))
@@ -587,8 +585,7 @@ def mlp_clipped_sum(y, X, H, C, clip):
     def plug(theta, Xb, ii, valid, out):
         W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
         Hh, D1, D2, _ = _forward_backward(W1, b1, W2, b2, Xb, y[ii])
-        # global norm over all parameters, from the values the sums are made of, accumulated in float64
-        gnorm = np.sqrt((xsq[ii] + 1.0) * sq_norms64(D1) + (sq_norms64(Hh) + 1.0) * sq_norms64(D2))
+        gnorm = _norms_from_parts(xsq[ii], Hh, D1, D2)  # global norm over all parameters
         scale = clip_weights(gnorm, nu, valid)
         s = scale.astype(D1.dtype)[..., None]
         D1 *= s
