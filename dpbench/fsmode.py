@@ -9,6 +9,7 @@ space with ``umask 002``). :func:`as_created` gives the temporary the mode a pla
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -82,3 +83,20 @@ def open_lock(path) -> int:
         if os.path.islink(path):
             raise LockFileError(f"lock file {path} is a symbolic link: not followed (remove it)") from None
         raise
+
+
+@contextlib.contextmanager
+def locked(path, *, shared: bool = False):
+    """An advisory ``flock`` on the lock file ``path`` (:func:`open_lock`: created if missing, never through a
+    symbolic link), exclusive or ``shared``, held for the ``with`` block."""
+    import fcntl
+
+    fd = open_lock(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

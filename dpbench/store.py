@@ -15,7 +15,6 @@ naming the file and treated as missing: it is recomputed and replaced, never use
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -105,15 +104,8 @@ class Store:
     # -- locking -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self, key: str):
-        fd = fsmode.open_lock(self.root / "locks" / f"{key}.lock")   # never through a symbolic link
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        with fsmode.locked(self.root / "locks" / f"{key}.lock"):
+            yield
 
     # -- cells ---------------------------------------------------------------------------------
     def cell_path(self, key: str) -> Path:

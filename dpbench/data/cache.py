@@ -26,7 +26,6 @@ SHA-256 and, for ``.npy`` files, its shape and dtype, and carries the entry's ow
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -79,17 +78,10 @@ def lock_path(folder: str | os.PathLike) -> Path:
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike, *, shared: bool = False):
     """An advisory ``flock`` on ``path`` (created if missing); ``shared`` for readers."""
-    from dpbench.fsmode import open_lock
+    from dpbench.fsmode import locked
 
-    fd = open_lock(path)   # never through a symbolic link
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    with locked(path, shared=shared):   # never through a symbolic link
+        yield
 
 
 # ------------------------------------------------------------------------------------------------------ manifest
