@@ -148,8 +148,13 @@ class Cell:
         from dpbench.rng import stream_key
 
         payload = self._payload()
-        payload["params"] = [list(p) for p in self.params if p[0] not in SOLVER_PARAMS]
+        payload["params"] = self.stream_params
         return stream_key(payload)
+
+    @property
+    def stream_params(self) -> list:
+        """The cell's parameters that choose its random draws: all but the :data:`SOLVER_PARAMS`."""
+        return [list(p) for p in self.params if p[0] not in SOLVER_PARAMS]
 
     @property
     def param(self) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 from dpbench.learn import accuracy_many, blas_thread_limit, dpsgd_steps, lr_factors
 from dpbench.learn.dpsgd import dpsgd_loop, softmax_clipped_sum
 from dpbench.learn.softmax import _check_training
-from dpbench.methods.base import REGISTRY, SOLVER_PARAMS, Cell, Context, Method, Problem, Setting
+from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setting
 from dpbench.privacy import _validate as _v
 from dpbench.privacy import calibrate_dpsgd_noise, dpsgd_replace_one_epsilon
 from dpbench.privacy.attack_bounds import add_remove_budget_for_replace_one
@@ -229,8 +229,7 @@ class DPSGD(Method):
         calibration = self.calibration(problem, c0)
         cal = calibration[0]
         block = c0.rep // REP_BLOCK
-        block_key = content_key({"dpsgd-block": [c0.problem, [list(q) for q in c0.params if q[0] not in SOLVER_PARAMS],
-                                                 c0.epsilon, c0.delta, block]})
+        block_key = content_key({"dpsgd-block": [c0.problem, c0.stream_params, c0.epsilon, c0.delta, block]})
         reps = list(range(block * REP_BLOCK, (block + 1) * REP_BLOCK))
         thetas = dpsgd_softmax(problem.X_train, problem.y_train, problem.n_classes,
                                noise_multiplier=cal.noise_multiplier, clip=p["clip"], batch_size=p["batch_size"],
