@@ -32,6 +32,8 @@ KINDS = {
     "subsagg_T2048_54k": ("subsample_aggregate", {}, {"n_models": 2048}, None, 1.0, 0.0, 1),
     "subsagg_T8_54k": ("subsample_aggregate", {}, {"n_models": 8}, None, 1.0, 0.0, 1),
     "dpsgd_block10_54k": ("dpsgd", {}, {}, 2e-3, 1.0, 1e-5, 10),
+    # Fig. 6a's x axis: the cost of a loss perturbation cell against the L2 weight (conditioning: more L-BFGS steps)
+    **{f"lp_54k_l2_{lam:g}": ("loss_perturbation", {}, {}, lam, 1.0, 0.0, 1) for lam in (1e-5, 1e-3, 1e-2, 1e-1, 5e-1)},
     "lp_N1e4": ("loss_perturbation", {"n_train": 10_000}, {}, 1e-4, 1.0, 0.0, 1),
     "lp_N1e5": ("loss_perturbation", {"n_train": 100_000}, {}, 1e-4, 1.0, 0.0, 1),
     "subsagg_N1e5": ("subsample_aggregate", {"n_train": 100_000}, {}, None, 1.0, 0.0, 1),
