@@ -8,11 +8,16 @@ job needs. ``CONFIG_JSON`` is the configuration the main Snakemake process valid
 
 Each KIND takes fixed positional arguments (as in :data:`KINDS`), then, for the kinds that read files, the input
 paths. Every job writes its outputs atomically and copies the ``dpbench`` log into its log file.
+
+Stopping: on SIGINT (Ctrl-C, or Snakemake cancelling its jobs) or SIGTERM a job stops at once, kills its joblib
+workers (none is left running), prints one line instead of a traceback and exits with 128 + the signal number.
+Every cell, trained model and data chunk it finished is in the cache, so the rerun resumes from there.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 #: kind -> (the :mod:`dpbench.workflow` function, its arguments after ``config``). ``threads`` is an integer; a
@@ -50,15 +55,41 @@ def parse(argv: list[str]) -> tuple[str, str, dict]:
     return config_path, function, kwargs
 
 
-def main(argv: list[str] | None = None) -> None:
-    config_path, function, kwargs = parse(sys.argv[1:] if argv is None else argv)
-    with open(config_path) as fh:
-        config = json.load(fh)
-    from dpbench import workflow
-    from dpbench.studies.extensions import activate
+class JobStopped(BaseException):
+    """Raised in the job's main thread by SIGINT / SIGTERM (a BaseException: no ``except Exception`` swallows it)."""
 
-    activate(config)  # the config's plugin methods and user datasets, registered in this process too
-    getattr(workflow, function)(config, **kwargs)
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum, _frame):
+    raise JobStopped(signum)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    config_path, function, kwargs = parse(argv)
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _raise_stopped)
+    try:
+        with open(config_path) as fh:
+            config = json.load(fh)
+        from dpbench import workflow
+        from dpbench.studies.extensions import activate
+
+        activate(config)  # the config's plugin methods and user datasets, registered in this process too
+        getattr(workflow, function)(config, **kwargs)
+    except JobStopped as stop:
+        for s in (signal.SIGINT, signal.SIGTERM):   # a second signal while cleaning up does not interrupt it
+            signal.signal(s, signal.SIG_IGN)
+        from dpbench.parallel import release_workers
+
+        release_workers(kill=True)
+        name = signal.Signals(stop.signum).name
+        print(f"dpbench: job {' '.join(argv[1:5])} stopped by {name}; what it finished is cached and a rerun "
+              f"resumes from there", file=sys.stderr, flush=True)
+        sys.exit(128 + stop.signum)
     out = next((kwargs[k] for k in ("out", "out_parquet", "out_html") if k in kwargs), None)
     if out is not None:   # the run's progress against its projection (dpbench.plan.projection_before_run)
         from dpbench.progress import progress_line

@@ -44,9 +44,10 @@ def run_units(fn: Callable, jobs: Sequence[tuple], n_jobs: int = 1, label: str =
     return out
 
 
-def release_workers() -> None:
+def release_workers(kill: bool = False) -> None:
     """Shut down joblib's reusable worker processes, if any, and wait for them: their CPU time then counts in
     this process's ``RUSAGE_CHILDREN`` (a job measures its whole cost, :func:`dpbench.results.process_cost`).
+    ``kill``: terminate workers in the middle of a task (a job that is stopped leaves no worker behind).
     The next parallel call starts new workers."""
     try:
         from joblib.externals.loky import reusable_executor
@@ -54,4 +55,4 @@ def release_workers() -> None:
         return
     executor = getattr(reusable_executor, "_executor", None)
     if executor is not None:
-        executor.shutdown(wait=True)
+        executor.shutdown(wait=True, kill_workers=kill)
