@@ -107,6 +107,41 @@ def test_load_substitute_caches(tmp_path, gen):
     assert substitute_cache_dir(tmp_path, 1) != folder
 
 
+def test_stopped_generation_resumes_from_its_last_step(tmp_path, gen, monkeypatch):
+    """ensure_substitute commits every ``step`` training rows: a generation stopped in its third step keeps the
+    two committed steps, and the rerun generates only the rest (identical rows)."""
+    import dpbench.data.substitute as sub
+
+    real, asked = sub._build_split, []
+
+    def stop_in_third_step(g, tmp, previous, split, n, n_jobs):
+        asked.append((split, previous.rows(f"X_{split}") if previous is not None else 0, n))
+        if split == "train" and n > 100:
+            raise KeyboardInterrupt   # Ctrl-C during the third step
+        return real(g, tmp, previous, split, n, n_jobs)
+
+    monkeypatch.setattr(sub, "_build_split", stop_in_third_step)
+    with pytest.raises(KeyboardInterrupt):
+        sub.ensure_substitute(tmp_path, n_train=130, n_test=20, step=50)
+    folder = substitute_cache_dir(tmp_path, 0)
+    assert np.load(folder / "X_train.npy", mmap_mode="r").shape == (100, 784)   # two steps committed
+    monkeypatch.setattr(sub, "_build_split", real)
+    asked.clear()
+    real_build = sub._build_split
+
+    def record(g, tmp, previous, split, n, n_jobs):
+        asked.append((split, previous.rows(f"X_{split}") if previous is not None else 0, n))
+        return real_build(g, tmp, previous, split, n, n_jobs)
+
+    monkeypatch.setattr(sub, "_build_split", record)
+    sub.ensure_substitute(tmp_path, n_train=130, n_test=20, step=50)
+    assert ("train", 100, 130) in asked and not any(s == "train" and have < 100 for s, have, _ in asked)
+    X = np.load(folder / "X_train.npy")
+    np.testing.assert_array_equal(X, gen.images_uint8("train", 0, 130)[0])
+    with pytest.raises(ValueError, match="step"):
+        sub.ensure_substitute(tmp_path, n_train=130, n_test=20, step=0)
+
+
 def test_inconsistent_cache_is_regenerated(tmp_path, gen):
     load_substitute(tmp_path, n_train=50, n_test=20, seed=0)
     folder = substitute_cache_dir(tmp_path, 0)
