@@ -9,6 +9,7 @@
     dpbench audit METHOD [--epsilon E] [--trials N]    white-box privacy audit of one method and its broken twins
     dpbench compare RUN [REFERENCE]                    a run's figure points and claims against a reference run
     dpbench reference RESULTS OUT [--figures DIR]      write a run's reference summaries (docs/reference/<name>)
+    dpbench check-plugin my_method.py [--configfile F]  run a method plugin through every hook the harness calls
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ COMMANDS = {
     "audit": "white-box privacy audit of one method (dpbench.audit) and its broken twins",
     "compare": "compare a run with a reference: every figure point (difference in standard errors) and every "
                "claim's verdict; exit 1 when one differs",
+    "check-plugin": "run a method plugin (a .py file or module) through every hook the harness calls on a tiny "
+                    "problem and report each contract violation in one line (exit 1 if any)",
     "reference": "write the reference summaries of a run (per-figure mean ± standard error CSVs, the claims, "
                  "provenance, optionally compact PNGs)",
 }
@@ -92,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="the reference folder to write (e.g. docs/reference/smoke)")
     p.add_argument("--figures", help="the run's figures folder: also write its PNGs, downscaled")
     p.add_argument("--note", default="", help="a sentence stored in meta.json (how the run was made)")
+    p = sub.add_parser("check-plugin", help=COMMANDS["check-plugin"], description=COMMANDS["check-plugin"],
+                       epilog="The contract it checks: docs/extending.md, 'The contract of a method'.")
+    p.add_argument("plugin", help="a .py file (relative to the working folder) or an importable module name")
+    p.add_argument("--configfile", action="append",
+                   help="config files merged over config.yaml: the method's settings are read from their "
+                        "studies.vdm2020 block")
+    _directory_option(p)
     args = parser.parse_args(argv)
     if getattr(args, "directory", None):   # as snakemake -d: relative paths of the config resolve from there
         import os
@@ -152,6 +162,15 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
                           f"\t{r['eps_pair']:.3f}\t{r['trials']}"
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
+        elif args.cmd == "check-plugin":
+            from dpbench.plugincheck import check_plugin
+
+            findings = check_plugin(args.plugin, (lambda: _config(args)) if args.configfile else None)
+            for f in findings:
+                print(f.line(), flush=True)
+            bad = sum(not f.ok for f in findings)
+            print(f"{len(findings) - bad} checks passed, {bad} failed")
+            return 1 if bad else 0
         elif args.cmd == "summary":
             summary(args.files)
         elif args.cmd == "reference":

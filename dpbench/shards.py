@@ -84,13 +84,24 @@ def _max_s(config: dict) -> float:
     return 60.0 * float((config.get("sharding") or {}).get("max_cpu_minutes", 20))
 
 
+def _planning_group_key(method, cell) -> str:
+    """``repr(method.group_key(cell))`` for a planning cell (no parameters yet: ``params == ()``); a plugin whose
+    group_key reads a parameter gets an error that says so instead of a bare KeyError."""
+    try:
+        return repr(method.group_key(cell))
+    except Exception as exc:  # noqa: BLE001 - a plugin's group_key may raise anything
+        raise ValueError(f"method {method.name!r}: group_key(cell) raised {type(exc).__name__}: {exc} on a planning "
+                         f"cell (cell.params == (): the plan groups cells before their parameters exist); use only "
+                         f"cell.epsilon, delta, budget and rep there (`dpbench check-plugin` checks every hook)") from exc
+
+
 def _rep_block(method, reps: int) -> int:
     """Repetitions that share one group (one trained artefact): shards never split them."""
     from dpbench.methods import Cell
 
     def gk(r):
-        return repr(method.group_key(Cell(method=method.name, problem="p", params=(), epsilon=1.0, delta=0.0,
-                                          budget=1, rep=r if "rep" in method.depends_on else None)))
+        return _planning_group_key(method, Cell(method=method.name, problem="p", params=(), epsilon=1.0, delta=0.0,
+                                                budget=1, rep=r if "rep" in method.depends_on else None))
     first = gk(0)
     b = 1
     while b < reps and gk(b) == first:
@@ -116,7 +127,7 @@ def _classes(method, idents: list) -> dict[str, list]:
     for e, d, b in idents:
         cell = Cell(method=method.name, problem="p", params=(), epsilon=e, delta=d, budget=b,
                     rep=0 if "rep" in method.depends_on else None)
-        out.setdefault(repr(method.group_key(cell)), []).append((e, d, b))
+        out.setdefault(_planning_group_key(method, cell), []).append((e, d, b))
     return out
 
 

@@ -1,7 +1,7 @@
 """The architecture in the tree: every module of dpbench imports only its own layer or layers below it (every
 import, also those inside functions), read from the source with ``ast``. Data flows one way:
 foundation → data → privacy → learn → methods → attacks → audit → drawing helpers → studies → orchestration
-(runner, shards, costs, plan, figures, report, reference, workflow, jobs) → command line."""
+(runner, shards, costs, plan, figures, report, reference, workflow, jobs, plugincheck) → command line."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ LAYERS = [
     {"data"}, {"privacy"}, {"learn"}, {"methods"}, {"attacks"}, {"audit"},
     {"plot"},                                                                  # drawing helpers
     {"studies"},
-    {"runner", "shards", "costs", "plan", "progress", "figures", "report", "reference", "workflow", "jobs"},  # orchestration
+    {"runner", "shards", "costs", "plan", "progress", "figures", "report", "reference", "workflow", "jobs", "plugincheck"},  # orchestration
     {"cli"},
 ]
 
