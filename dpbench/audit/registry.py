@@ -21,6 +21,8 @@ class MethodAudit:
     twins: tuple[str, ...] = ("noise_x0.5",)
     post_training_noise: bool = True     # noise added after a deterministic training (power target 0.5·ε)
     pure: bool = True                    # ε-DP (δ = 0) at the study's default
+    gaussian_composition: bool = False   # the release is a composition of (subsampled) Gaussian steps: the
+                                         # μ-GDP bound from the AUC applies (a run may then return gdp=True)
     notes: str = ""
     twin_labels: dict = field(default_factory=dict)
 

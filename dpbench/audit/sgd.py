@@ -105,7 +105,8 @@ _TRANSCRIPT_NOTE = ("Threat model: the whole transcript θ₁, …, θ_T — wha
 
 
 @register(name="dpsgd_softmax", label="DP-SGD, softmax (vdm2020 Eq. 4)", study="vdm2020", pure=False,
-          post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          gaussian_composition=True, post_training_noise=False,
+          twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
           notes="δ = 1e-5 (Fig. 1b); σ from the study's accountant for its q = 256/60,000 and T = 20 epochs of "
                 "steps, replace-one calibrated at the add/remove budget (ε/2, δ/(1+e^{ε/2})); the audit runs "
                 "T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1), which only makes the run more private (the analysis "
@@ -141,7 +142,8 @@ def audit_dpsgd_softmax(config, epsilon, twin, trials, rng):
 
 
 @register(name="dpsgd_mlp", label="DP-SGD, MLP (vdm2020 Fig. 7 substitute, Eq. 4, global clip)", study="vdm2020",
-          pure=False, post_training_noise=False, twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          pure=False, gaussian_composition=True, post_training_noise=False,
+          twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
           notes="δ = 1e-5; σ from the study's accountant for the MLP's q = 256/60,000 and T = 15 epochs of steps "
                 "(mlp.dpsgd), replace-one calibrated at the add/remove budget; ν = the fixed clip × batch "
                 "(batch_mean). As for the softmax, T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1) and a constant "
@@ -334,7 +336,7 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
 
 
 @register(name="bst14", label="BST14 noisy SGD (wu2016 ch. 3, Alg. 4)", study="wu2016", pure=False,
-          post_training_noise=False, twins=("noise_x0.5", "noise_x0.001"),
+          gaussian_composition=True, post_training_noise=False, twins=("noise_x0.5", "noise_x0.001"),
           notes="(ε, δ)-DP Test 4 of Fig. 3.2 on the Protein split: δ = 1/m, λ of the study, ι of the study, b = 50, "
                 "10 passes, T = ⌈10m/b⌉ steps of b indices drawn with replacement from the study's m (72,876; the "
                 "calibration "
