@@ -41,5 +41,6 @@ onstart:
 
 
 rule all:
+    "Every figure, anchor check, gallery and the claims page of the config (the default target)."
     input:
         W.all_targets(CONFIG),

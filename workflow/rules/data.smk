@@ -3,6 +3,7 @@
 
 
 rule dataset:
+    "Obtain (download and verify, or generate the labelled substitute) and cache a study's dataset; the manifest records the variant used."
     output:
         f"{RES}/{{study}}/dataset.json",
     params:
@@ -22,6 +23,7 @@ rule dataset:
 
 
 rule figure_data:
+    "Data only some figures need (vdm2020 Fig. 4's MNIST-1M), generated in parallel chunks, resumable."
     input:
         f"{RES}/{{study}}/dataset.json",
     output:

@@ -4,6 +4,7 @@
 
 
 rule series:
+    "One series (method) of one figure: every cell of its grid, cached per cell, gathered into a Parquet file."
     input:
         f"{RES}/{{study}}/dataset.json",
         lambda w: W.shards.shard_files(CONFIG, w.study, w.figure, w.series, "f"),  # [] unless sharded
@@ -30,6 +31,7 @@ rule series:
 
 # With `group_series: true` (the smoke profile) one job computes every series of a figure into one file.
 rule series_group:
+    "Every series of one figure in one job (group_series: true)."
     input:
         f"{RES}/{{study}}/dataset.json",
         lambda w: W.figure_data_files(CONFIG, w.study, w.figure),

@@ -2,6 +2,7 @@
 
 
 rule figure:
+    "Draw one figure (PNG) and its caption with the deviation notes (TXT) from its series' results."
     input:
         lambda w: W.series_files(CONFIG, w.study, w.figure),
     output:

@@ -2,6 +2,7 @@
 
 
 rule anchors:
+    "Check a study's claims (the sources' numbers and statements) against its results: anchors.parquet and anchors.html."
     input:
         lambda w: W.study_series_files(CONFIG, w.study),
     output:
@@ -20,6 +21,7 @@ rule anchors:
 
 # One overview page per study: every figure as a titled thumbnail with its caption beside it, and the verdicts.
 rule gallery:
+    "A study's gallery page: every figure with its caption and the anchor verdicts."
     input:
         png=lambda w: W.study_figure_files(CONFIG, w.study),
         anchors=f"{RES}/{{study}}/anchors.parquet",
@@ -37,6 +39,7 @@ rule gallery:
 
 # What the ε of every method means (neighbouring relation, what it covers, the sources' options): one page.
 rule privacy_table:
+    "What the epsilon of every method means: neighbouring relation, what it covers, the sources' options (one page)."
     output:
         html=report(f"{FIG}/privacy_as_labelled.html", caption="../report/privacy.rst", category="privacy as labelled"),
     params:
@@ -52,6 +55,7 @@ rule privacy_table:
 # Every checked claim of every study in one table: the report's landing page (workflow/report/workflow.rst embeds
 # claims_front.html, whose links open the figures in the report) and a page of its own beside the figures.
 rule claims:
+    "The claims page of every study (claims.parquet, the report's landing table): reproduced k of n."
     input:
         W.claims_inputs(CONFIG),
     output:

@@ -4,6 +4,7 @@
 
 
 rule series_shard:
+    "One shard of a series (a tuning or final block of cells, at most sharding.max_cpu_minutes of work)."
     input:
         f"{RES}/{{study}}/dataset.json",
         lambda w: W.shards.shard_inputs(CONFIG, w.study, w.figure, w.series, w.shard),
