@@ -30,8 +30,15 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml"
-DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "config.yaml"
+def _shipped(checkout: Path, packaged: str) -> Path:
+    """A file of the checkout (an editable install, a clone) or, for an installed wheel, its copy in the
+    package (``dpbench/_data``: links to the checkout's files, copied by the build)."""
+    return checkout if checkout.exists() else Path(__file__).resolve().parent / "_data" / packaged
+
+
+SCHEMA_PATH = _shipped(Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml",
+                       "config.schema.yaml")
+DEFAULT_CONFIG_PATH = _shipped(Path(__file__).resolve().parent.parent / "config.yaml", "config.yaml")
 
 
 class ConfigError(ValueError):

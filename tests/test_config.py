@@ -200,3 +200,14 @@ def test_alias_bombs_deep_nesting_and_tiny_epsilon_are_named_errors(tmp_path):
     ok.write_text("studies:\n  vdm2020:\n    figures:\n      fig1a: &f {epsilons: [1.0], delta: 0.0, budget: 100}\n"
                   "      fig2a: null\n")
     assert load_config(DEFAULT_CONFIG_PATH, str(ok))["studies"]["vdm2020"]["figures"]["fig1a"]["epsilons"] == [1.0]
+
+
+def test_default_config_and_schema_travel_with_an_installed_package(tmp_path):
+    """A non-editable install has no checkout around the package: the config and schema come from dpbench/_data
+    (links to the checkout's files, which a wheel build copies); in a checkout both paths name the same file."""
+    import dpbench.config as C
+
+    pkg = Path(C.__file__).resolve().parent / "_data"
+    for name, path in (("config.yaml", C.DEFAULT_CONFIG_PATH), ("config.schema.yaml", C.SCHEMA_PATH)):
+        assert (pkg / name).read_bytes() == Path(path).read_bytes()
+        assert C._shipped(tmp_path / "no-checkout" / name, name) == pkg / name
