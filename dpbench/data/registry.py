@@ -139,6 +139,23 @@ def _tabular_substitute(name: str, seed: int, n_train, n_test) -> Dataset:
     return _tabular_dataset(name, spec.variant, True, raw, None, None, spec.description)
 
 
+def _fallback_reason(exc: DownloadError) -> str:
+    """Why the real data could not be had, for the fallback warning: a file that was found but rejected (a
+    checksum or content mismatch, e.g. in the mirror) first — it is what the user can fix — then the count of the
+    other failures with the last one's error."""
+    attempts = list(exc.attempts or [])
+    if not attempts:
+        return str(exc).splitlines()[0]
+    rejected = [(loc, why) for loc, why in attempts if why.startswith("ValueError")]
+    if rejected:
+        loc, why = rejected[0]
+        rest = len(attempts) - 1
+        return f"{loc} was rejected ({why})" + (f"; {rest} other source(s) failed too, the last with "
+                                                f"{attempts[-1][1]}" if rest else "")
+    return (f"{attempts[-1][1]}" if len(attempts) == 1 else
+            f"all {len(attempts)} sources failed, the last with {attempts[-1][1]}")
+
+
 def _fallback_loader(name: str, real: Callable[..., Dataset], substitute: Callable[..., Dataset],
                      variant: str, description: str, how: str) -> Callable[..., Dataset]:
     """A registry loader: the real data via ``real(cache_dir, mirror, seed, n_train, n_test)``, the labelled
@@ -153,7 +170,7 @@ def _fallback_loader(name: str, real: Callable[..., Dataset], substitute: Callab
         except DownloadError as exc:
             if source == "real":
                 raise
-            reason = exc.attempts[-1][1] if exc.attempts else str(exc).splitlines()[0]
+            reason = _fallback_reason(exc)
             log.warning(
                 "%s is not available (%s: %s). Using the labelled substitute %r (%s) instead; results, figures "
                 "and the report record this variant. To use the real data, %s, or set source='real' to make "

@@ -78,3 +78,17 @@ def test_prepare_features(tmp_path):
     assert row_norms(Xtr).max() <= 1.0 and row_norms(Xte).max() <= 1.0
     Xtr, Xte = prepare_features(ds, bias=False, pca_dim=16)
     assert Xtr.shape == (120, 16) and row_norms(Xte).max() <= 1.0
+
+
+def test_fallback_warning_names_a_rejected_mirror_file(tmp_path, no_network, monkeypatch, make_tiny_mnist, caplog):
+    """A mirror file that fails its checksum is what the user can fix: the fallback warning quotes that rejection,
+    not only the last canonical host's network error."""
+    md5s, _ = make_tiny_mnist(tmp_path / "mirror", n_train=20, n_test=8)
+    monkeypatch.setattr(mnist_mod, "MNIST_FILES", {k: "0" * 32 for k in md5s})   # every mirror file "corrupt"
+    with caplog.at_level(logging.WARNING, logger="dpbench.data"):
+        ds = load_dataset("mnist", cache_dir=tmp_path / "data", mirror=tmp_path / "mirror", source="auto",
+                          n_train=50, n_test=20)
+    assert ds.is_substitute
+    msg = next(r.getMessage() for r in caplog.records if "not available" in r.getMessage())
+    assert f"{tmp_path / 'mirror'}" in msg and "was rejected (ValueError: md5 mismatch" in msg, msg
+    assert "other source(s) failed too, the last with" in msg, msg
