@@ -115,11 +115,35 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     return save_figure(fig, out, caption_text(spec, deviations, df))
 
 
+#: a line stamped on every figure :func:`save_figure` writes while set (:func:`figure_mark`), e.g. the reduced-grid
+#: mark of a run whose grid is not the study's full one
+_MARK: list[str] = []
+
+
+class figure_mark:
+    """Context manager: every figure saved inside carries ``text`` in its lower right corner (nothing if empty)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __enter__(self):
+        _MARK.append(self.text)
+        return self
+
+    def __exit__(self, *exc):
+        _MARK.pop()
+
+
 def save_figure(fig, out: str | Path, caption: str) -> str:
-    """Write ``fig`` as PNG to ``out`` and ``caption`` beside it (``.txt``), both atomically; close ``fig``."""
+    """Write ``fig`` as PNG to ``out`` and ``caption`` beside it (``.txt``), both atomically; close ``fig``.
+    Inside :class:`figure_mark` the figure carries the mark (and the caption starts with it)."""
     import io
 
     out = Path(out)
+    if _MARK and _MARK[-1]:
+        fig.text(0.995, 0.003, _MARK[-1], ha="right", va="bottom", fontsize=7, color="darkorange", weight="bold",
+                 gid=LABEL_GID)
+        caption = f"[{_MARK[-1]}] {caption}"
     declutter(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **({"bbox_inches": "tight"} if getattr(fig, "_dpbench_tight", False) else {}))
