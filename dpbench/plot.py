@@ -100,7 +100,7 @@ def plot_figure(spec, df: pd.DataFrame, out: str | Path, deviations: list[str]) 
     ax.set_ylabel(spec.y_label)
     ax.set_ylim(0, 1.0)
     users = [v.split(":")[1] for v in user_variants(df)]  # the title names the source's data: say what was used
-    ax.set_title(f"{spec.study} {spec.name}: {spec.title}" + (f" — on {', '.join(users)}" if users else ""), fontsize=9)
+    ax.set_title(f"{spec.study} {spec.name}: {data_title(spec.title, users)}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
     if df["is_substitute"].any() or spec.substitute_note or user_variants(df):
@@ -132,6 +132,16 @@ class figure_mark:
 
     def __exit__(self, *exc):
         _MARK.pop()
+
+
+def data_title(title: str, users: list[str]) -> str:
+    """A figure title that names the data actually used: the source's dataset (the part before the first ": ",
+    e.g. "MNIST") is replaced by the user datasets, and the source's named after it ("… (paper: MNIST)")."""
+    if not users:
+        return title
+    head, sep, rest = title.partition(": ")
+    names = ", ".join(users)
+    return f"{names}: {rest} (paper: {head})" if sep else f"{title} — on {names}"
 
 
 def save_figure(fig, out: str | Path, caption: str) -> str:

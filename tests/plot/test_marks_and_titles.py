@@ -1,5 +1,5 @@
-"""A figure of a reduced grid carries the mark on the image and at the head of its caption; a full-grid figure
-carries neither."""
+"""What a figure says about its own data: a reduced grid's mark on the image and at the head of its caption (a
+full-grid figure carries neither); a title that names the user data actually drawn."""
 
 from __future__ import annotations
 
@@ -51,3 +51,12 @@ def test_plot_from_files_marks_only_reduced_grids(tmp_path, monkeypatch):
         monkeypatch.setattr("dpbench.verdicts.reduced_grid", lambda *a, r=reduced, **k: r)
         figures.plot_from_files({}, "toy", "fig", [], tmp_path / "x.png")
     assert seen == ["REDUCED GRID: INDICATIVE ONLY", ""]
+
+
+def test_titles_name_the_user_data():
+    from dpbench.plot import data_title
+
+    assert data_title("MNIST: accuracy vs ε (δ = 0, B = 100)", []) == "MNIST: accuracy vs ε (δ = 0, B = 100)"
+    assert data_title("MNIST: accuracy vs ε (δ = 0, B = 100)", ["blobs"]) == \
+        "blobs: accuracy vs ε (δ = 0, B = 100) (paper: MNIST)"
+    assert data_title("accuracy vs ε", ["blobs"]) == "accuracy vs ε — on blobs"
