@@ -152,15 +152,22 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"unknown audit method {args.method!r}; known: {sorted(REGISTRY)}")
             epsilons = args.epsilon or config["studies"]["audit"]["epsilons"]
             vs = ("correct",) if args.no_twins else variants(args.method)
-            print("method\tclaimed_eps\tvariant\teps_hat\teps_lower_cp\teps_lower_gdp\teps_pair\ttrials\tverdict"
-                  "\truntime_s")
+            from types import SimpleNamespace
+
+            from dpbench.studies.audit import twin_pair_epsilon
+
+            # eps_pair_correct: the audited pair's exact ε at the correct calibration (the most any test can show
+            # for the correct method); eps_pair_twin: the twin's own exact ε on that pair where known (else nan)
+            print("method\tclaimed_eps\tvariant\teps_hat\teps_lower_cp\teps_lower_gdp\teps_pair_correct"
+                  "\teps_pair_twin\ttrials\tverdict\truntime_s")
             for e in epsilons:
                 for v in vs:
                     r = run_cell(config, args.method, e, v, args.seed_index, args.trials)
                     verdict = (("PRIVACY BUG" if r["fires"] else "ok") if v == "correct"
                                else ("caught" if r["fires"] else "NOT caught"))
+                    own = twin_pair_epsilon(SimpleNamespace(**r)) if v != "correct" else float("nan")
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
-                          f"\t{r['eps_pair']:.3f}\t{r['trials']}"
+                          f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}"
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
         elif args.cmd == "check-plugin":
             from dpbench.plugincheck import check_plugin

@@ -174,6 +174,29 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                  post_training_noise=("post_training_noise", "first")).reset_index()
 
 
+def variant_label(method: str, variant: str) -> str:
+    """A legend's name for an audited variant: "correct", "noise × 0.5 (twin)", or the twin's label
+    (:attr:`dpbench.audit.registry.MethodAudit.twin_labels`, else its name in words: "bug: addremove sensitivity")."""
+    from dpbench.audit import REGISTRY
+
+    if variant == "correct":
+        return "correct"
+    if variant.startswith("noise_x"):
+        return f"noise × {variant[len('noise_x'):]} (twin)"
+    m = REGISTRY.get(method)
+    named = (m.twin_labels or {}).get(variant) if m is not None else None
+    return named or variant.replace("bug_", "bug: ", 1).replace("_", " ")
+
+
+def twin_pair_epsilon(r) -> float:
+    """The twin's own exact ε on the audited pair where known: pure-ε noise scaled by f gives ε_pair / f; an
+    (ε, δ) method with a closed form records it (``eps_pair_variant``, e.g. DP-SGD's transcript); else NaN."""
+    f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
+    if f is not None and r.delta == 0 and np.isfinite(r.eps_pair):
+        return r.eps_pair / f
+    return float(r.eps_pair_variant)
+
+
 def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     from dpbench.plot import _pyplot, save_figure
 
@@ -197,13 +220,13 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
             yerr = np.vstack([np.clip(med - h["eps_lower_min"].to_numpy(), 0, None) * (med <= 0.95 * top),
                               np.clip(h["eps_lower_max"].to_numpy() - med, 0, None) * (med <= 0.95 * top)])
             ax.errorbar(h["claimed_epsilon"] + off, shown, yerr=yerr, fmt=mk, color=col, ms=5,
-                        mfc=col if v == "correct" else "none", capsize=2, label=v)
+                        mfc=col if v == "correct" else "none", capsize=2, label=variant_label(m, v))
             for xv, m_, sv in zip(h["claimed_epsilon"] + off, med, shown):
                 if m_ > sv:
                     ax.annotate(f"↑{m_:.0f}", (xv, sv), textcoords="offset points", xytext=(4, -3), fontsize=6,
                                 color=col)
         c = g[g["variant"] == "correct"]
-        ax.plot(c["claimed_epsilon"], c["eps_pair"], "x", color="k", ms=5, label="ε_pair")
+        ax.plot(c["claimed_epsilon"], c["eps_pair"], "x", color="k", ms=5, label="ε_pair (correct)")
         ax.set_title(g["label"].iloc[0], fontsize=7)
         ax.set_xlim(0, s["claimed_epsilon"].max() * 1.3)
         ax.set_ylim(0, top)
@@ -213,7 +236,9 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
         ax.legend(fontsize=5, loc="upper left")
     for ax in axes.ravel()[len(methods):]:
         ax.axis("off")
-    fig.tight_layout()
+    fig.suptitle("Privacy audit: ε̂ (95 % lower bound from the releases on a worst-case pair) of each method and "
+                 "its broken twins, at each claimed ε", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     return save_figure(fig, out, caption_text(config, name, df))
 
 
@@ -226,9 +251,14 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
     for r in s.itertuples():
         gdp = f"; Clopper–Pearson {r.eps_cp_median:.3f}, GDP {r.eps_gdp_median:.3f}" if np.isfinite(
             r.eps_gdp_median) else ""
-        lines.append(f"{r.series} ε={r.claimed_epsilon:g} {r.variant}: ε̂ median {r.eps_lower_median:.3f} "
-                     f"(range {r.eps_lower_min:.3f}–{r.eps_lower_max:.3f}, {r.seeds} seeds{gdp}), ε_pair "
-                     f"{r.eps_pair:.3f}, fired in {r.fire_rate:.0%}")
+        pair = f"ε_pair {r.eps_pair:.3f}"
+        if r.variant != "correct":   # the pair's ε at the correct calibration, and the twin's own where known
+            own = twin_pair_epsilon(r)
+            pair = (f"ε_pair of the correct method {r.eps_pair:.3f}"
+                    + (f", of this twin {own:.3f}" if np.isfinite(own) else ""))
+        lines.append(f"{r.series} ε={r.claimed_epsilon:g} {variant_label(r.series, r.variant)}: ε̂ median "
+                     f"{r.eps_lower_median:.3f} (range {r.eps_lower_min:.3f}–{r.eps_lower_max:.3f}, {r.seeds} "
+                     f"seeds{gdp}), {pair}, fired in {r.fire_rate:.0%}")
     return "\n".join(lines)
 
 
@@ -257,12 +287,8 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                     label=r.label, eps=eps, bug="" if ok else " — PRIVACY BUG")
             else:
                 ok = r.fire_rate >= caught_rate
-                f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
                 note = ""
-                # pure-ε noise (Laplace, L2-Laplace): the pair's exact ε scales as 1/f
-                # (ε, δ) methods with a closed form for the twin's own ε on the pair (DP-SGD: its transcript)
-                exact = (r.eps_pair / f if f is not None and r.delta == 0 and np.isfinite(r.eps_pair)
-                         else r.eps_pair_variant)
+                exact = twin_pair_epsilon(r)   # the twin's own exact ε on the pair, where known
                 if np.isfinite(exact) and exact <= eps:
                     note = (f"; twin's exact ε on the audited pair {exact:.3f} ≤ ε: not broken on this pair "
                             "(slack of the method's analysis on this pair and statistic), cannot be caught here")

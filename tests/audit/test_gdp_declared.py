@@ -44,3 +44,17 @@ def test_undeclared_gdp_is_refused_and_declared_gdp_is_used(monkeypatch):
 
 def test_only_gaussian_compositions_declare_it():
     assert sorted(n for n, m in REGISTRY.items() if m.gaussian_composition) == ["bst14", "dpsgd_mlp", "dpsgd_softmax"]
+
+
+def test_audit_legends_and_captions_speak_words():
+    from types import SimpleNamespace
+
+    from dpbench.studies.audit import twin_pair_epsilon, variant_label
+
+    assert variant_label("mean_laplace", "correct") == "correct"
+    assert variant_label("mean_laplace", "noise_x0.5") == "noise × 0.5 (twin)"
+    assert variant_label("model_sensitivity", "bug_addremove_sensitivity") == "bug: addremove sensitivity"
+    pure = SimpleNamespace(variant="noise_x0.5", delta=0.0, eps_pair=1.0, eps_pair_variant=float("nan"))
+    assert twin_pair_epsilon(pure) == 2.0                  # pure-ε noise halved: the pair's ε doubles
+    bug = SimpleNamespace(variant="bug_l2_sensitivity", delta=0.0, eps_pair=1.0, eps_pair_variant=float("nan"))
+    assert math.isnan(twin_pair_epsilon(bug))              # unknown: not the correct method's 1.0
