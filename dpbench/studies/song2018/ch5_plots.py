@@ -66,7 +66,7 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     if name == "table5_1":
         t, th = table_frame(df), thesis_frame()
         fig, axes = plt.subplots(2, 1, figsize=(15, 2.2 + 0.36 * (len(t) + len(th))), dpi=110)
-        for ax, tab, title in ((axes[0], t, "song2018 table5_1 — this run"),
+        for ax, tab, title in ((axes[0], t, f"song2018 table5_1: {spec.title} (this run)"),
                                (axes[1], th, "Table 5.1 as printed in the thesis (for comparison)")):
             ax.axis("off")
             tb = ax.table(cellText=tab.values, colLabels=list(tab.columns), loc="center", cellLoc="center")

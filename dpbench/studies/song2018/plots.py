@@ -113,7 +113,7 @@ def _table_image(name, df, t: pd.DataFrame, simulated: str | None):
     thesis = thesis_frame(name, [s for s in figure(name).methods if LABELS[s] in t.index])
     width = min(18, 2.2 + 1.45 * len(t.columns))
     fig, axes = plt.subplots(2, 1, figsize=(width, 1.6 + 0.42 * (len(t) + len(thesis))), dpi=120)
-    for ax, tab, title in ((axes[0], t, f"song2018 {name} — this run"),
+    for ax, tab, title in ((axes[0], t, f"song2018 {name}: {figure(name).title} (this run)"),
                            (axes[1], thesis, f"{name} as printed in the thesis (for comparison)")):
         ax.axis("off")
         tb = ax.table(cellText=tab.values, rowLabels=list(tab.index), colLabels=list(tab.columns), loc="center",
