@@ -37,7 +37,8 @@ def doc_command() -> list[str]:
 
 
 def test_the_page_has_the_example():
-    assert set(doc_files()) == {"myext/noisy_centroid.py", "myext/make_data.py", "myext/config.yaml"}
+    assert set(doc_files()) == {"myext/noisy_centroid.py", "myext/make_data.py", "myext/config.yaml",
+                                "myext/estimators.py"}
     assert "figures/vdm2020/fig1a.png" in doc_command()
 
 
