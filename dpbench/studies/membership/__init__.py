@@ -46,14 +46,14 @@ from dpbench.studies.membership.anchors import _cfg_from, anchor_checks, report_
 from dpbench.studies.membership.captions import caption_text, deviations
 from dpbench.studies.membership.plots import TPR_FLOOR, _rate_errorbars, plot
 from dpbench.studies.membership.rows import run_series, series_code_hash
-from dpbench.studies.membership.spec import (DATA_NOTE, FIGURES, LABELS, STUDY, dataset_signature, figure,
-                                             figure_names, prepare_dataset, series, series_threads, validate)
+from dpbench.studies.membership.spec import (DATA_NOTE, FIGURES, LABELS, STUDY, dataset_signature, extend_schema,
+                                             figure, figure_names, prepare_dataset, series, series_threads, validate)
 from dpbench.studies.membership.summaries import audit_table, pooled
 from dpbench.studies.protocol import UnitStudy, from_module
 
 #: the study hooks (read by from_module) and the names tests and tools use
 __all__ = ["DATA_NOTE", "FIGURES", "LABELS", "STUDY", "STUDY_OBJECT", "TPR_FLOOR", "_cfg_from", "_rate_errorbars",
-           "anchor_checks", "audit_table", "caption_text", "dataset_signature", "deviations", "figure",
+           "anchor_checks", "audit_table", "caption_text", "dataset_signature", "deviations", "extend_schema", "figure",
            "figure_names", "plot", "pooled", "prepare_dataset", "report_html", "report_lead_html", "run_series",
            "series", "series_code_hash", "series_threads", "validate"]
 

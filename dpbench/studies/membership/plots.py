@@ -8,7 +8,7 @@ import pandas as pd
 from dpbench.privacy import attack_bounds as B
 from dpbench.studies.membership import training as mc
 from dpbench.studies.membership.captions import caption_text
-from dpbench.studies.membership.spec import ATTACK_LABELS, LABELS, STUDY, figure
+from dpbench.studies.membership.spec import ATTACK_LABELS, STUDY, figure
 from dpbench.studies.membership.summaries import auc_bound, generalisation_table, pooled
 
 STYLE = {"non_private": dict(color="black", linestyle="--", marker=None),
@@ -18,6 +18,19 @@ STYLE = {"non_private": dict(color="black", linestyle="--", marker=None),
          "bst14": dict(color="tab:olive", marker="<"), "output_perturbation_erm": dict(color="tab:brown", marker=">"),
          "objective_perturbation": dict(color="tab:cyan", marker="P"),
          "functional_mechanism": dict(color="tab:pink", marker="X")}
+
+
+def style_of(method: str) -> dict:
+    """The study's style of a built-in method; a plugin's from the method registry (its declared style or a
+    colour and marker chosen from its name)."""
+    if method in STYLE:
+        return STYLE[method]
+    from dpbench.methods import REGISTRY, TRAINING
+
+    reg = TRAINING if method in TRAINING.methods else REGISTRY
+    return reg.style(method)
+
+
 PANEL_METRICS = (("accuracy", "attack accuracy"), ("advantage", "advantage TPR − FPR"), ("auc", "AUC"),
                  ("tpr_at_fpr_1e-3", "TPR at FPR = 1e-3"))
 
@@ -111,7 +124,7 @@ def _plot_attack(plt, cfg, name, df, alpha):
             else:
                 half = b[f"{metric}_half"].fillna(0).to_numpy()   # t interval over the repetitions' models
                 v, err = _rate_errorbars(v, half, TPR_FLOOR if metric == "tpr_at_fpr_1e-3" else None)
-            ax.errorbar(b["epsilon"], v, yerr=err, capsize=2, markersize=4, label=LABELS[m], **STYLE[m])
+            ax.errorbar(b["epsilon"], v, yerr=err, capsize=2, markersize=4, label=mc.label_of(m), **style_of(m))
         ax.set_xscale("log")
         ax.set_xlabel("ε (replace-one)")
         ax.set_ylabel(label + " (strongest attack)")
@@ -151,8 +164,8 @@ def _plot_roc(plt, cfg, df):
                 if sel.empty:
                     continue
                 t = sel.groupby("x")["value"].mean()
-                ax.plot(t.index, np.maximum(t.to_numpy(), 1e-4), label=LABELS[m], linewidth=1.2,
-                        **{k: v for k, v in STYLE[m].items() if k != "marker"})
+                ax.plot(t.index, np.maximum(t.to_numpy(), 1e-4), label=mc.label_of(m), linewidth=1.2,
+                        **{k: v for k, v in style_of(m).items() if k != "marker"})
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlim(1e-4, 1)
@@ -179,8 +192,8 @@ def _plot_eps(plt, cfg, df, alpha):
         best = q.loc[q.groupby(["method", "epsilon"])["eps_lower"].idxmax()]
         for m in [m for m in mc.methods_for(d) if m in set(best["method"])]:
             b = best[best["method"] == m].sort_values("epsilon_game")
-            ax.plot(b["epsilon_game"], np.maximum(b["eps_lower"], 1e-3), label=LABELS[m], markersize=4,
-                    **STYLE[m])
+            ax.plot(b["epsilon_game"], np.maximum(b["eps_lower"], 1e-3), label=mc.label_of(m), markersize=4,
+                    **style_of(m))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(1e-3 * 0.8, lim[1])

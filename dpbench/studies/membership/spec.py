@@ -74,8 +74,9 @@ def validate(cfg: dict, prefix: str = "studies.membership") -> None:
     if any(not (isinstance(e, (int, float)) and 0 < e < math.inf) for e in eps):
         bad("epsilons", "every ε must be finite and > 0 (the non-private reference is the ε = ∞ series)")
     for i, m in enumerate(cfg.get("methods") or []):
-        if m not in mc.METHODS:
-            bad(f"methods[{i}]", f"unknown method {m!r}; known: {list(mc.METHODS)}")
+        if m not in mc.METHODS and m not in mc.plugin_methods():
+            bad(f"methods[{i}]", f"unknown method {m!r}; known: {list(mc.METHODS) + mc.plugin_methods()} (a "
+                                 f"plugin's method needs a train hook)")
     if cfg.get("methods") is not None and "non_private" not in cfg["methods"]:
         bad("methods", "must include 'non_private' (the reference model of every figure)")
     if int(cfg.get("shadow_models", 2)) < 2:
@@ -139,8 +140,19 @@ def datasets_in_use(cfg: dict) -> list[str]:
 
 
 def methods(cfg: dict, dataset: str) -> list[str]:
+    """The methods of a dataset's attack figure: the built-in ones that apply (all, or those named in ``methods``),
+    then the plugin methods named there."""
     wanted = cfg.get("methods")
-    return [m for m in mc.methods_for(dataset) if wanted is None or m in wanted]
+    plugins = [m for m in (wanted or []) if m not in mc.METHODS]
+    return [m for m in mc.methods_for(dataset, plugins=plugins) if wanted is None or m in wanted]
+
+
+def extend_schema(schema: dict, config: dict) -> None:
+    """A plugin's method that trains single models may be named in ``methods`` (:func:`training.plugin_methods`)."""
+    extra = mc.plugin_methods()
+    if extra:
+        items = schema["$defs"][STUDY]["properties"]["methods"]["anyOf"][1]["items"]
+        items["enum"] = list(items["enum"]) + [m for m in extra if m not in items["enum"]]
 
 
 def series(cfg: dict, name: str) -> list[str]:

@@ -13,7 +13,7 @@ from dpbench.attacks.metrics import (CI_METHODS, cluster_mean_interval, epsilon_
 from dpbench.privacy import attack_bounds as B
 from dpbench.studies.membership import training as mc
 from dpbench.studies.membership.rows import CANARY_CI_METHOD
-from dpbench.studies.membership.spec import ATTACK_LABELS, LABELS
+from dpbench.studies.membership.spec import ATTACK_LABELS
 
 def pooled(df: pd.DataFrame, alpha: float, ci_method: str = "design_effect") -> pd.DataFrame:
     """Per (dataset, method, ε, attack): the accuracy, advantage, TPR and FPR of the counts pooled over
@@ -130,7 +130,7 @@ def generalisation_table(df: pd.DataFrame, alpha: float, ci_method: str = "desig
     for (d, m, e), g in p.groupby(["dataset", "method", "epsilon"], sort=False):
         b = g.loc[g["accuracy"].idxmax()]
         gap = g[g["attack"] == "gap"].iloc[0]
-        rows.append({"dataset": mc.DATASET_LABELS[d], "model": LABELS[m], "ε": "∞" if not np.isfinite(e) else f"{e:g}",
+        rows.append({"dataset": mc.DATASET_LABELS[d], "model": mc.label_of(m), "ε": "∞" if not np.isfinite(e) else f"{e:g}",
                      "train acc.": f"{b['train_accuracy']:.1%}", "test acc.": f"{b['test_accuracy']:.1%}",
                      "gap": f"{b['train_accuracy'] - b['test_accuracy']:+.1%}",
                      "attack acc. (strongest)": f"{b['accuracy']:.1%} [{b['accuracy_lo']:.1%}, {b['accuracy_hi']:.1%}] "

@@ -50,10 +50,14 @@ LABELS = {"non_private": "non-private (L-BFGS softmax)", "output_perturbation": 
 ROC_GRID = np.logspace(-4, 0, 41)
 
 
-def methods_for(dataset: str, n_classes: int | None = None) -> list[str]:
-    """Methods applicable to a dataset: the wu2016 ch. 4 mechanisms are binary logistic regression only."""
+def methods_for(dataset: str, n_classes: int | None = None, plugins=()) -> list[str]:
+    """Methods applicable to a dataset: the wu2016 ch. 4 mechanisms are binary logistic regression only; then the
+    ``plugins`` named (:func:`plugin_methods`) that apply (a binary-only plugin on binary data only)."""
+    from dpbench.methods import training_method
+
     binary = dataset != "mnist" if n_classes is None else n_classes == 2
-    return [m for m in METHODS if binary or m not in BINARY_ONLY]
+    return ([m for m in METHODS if binary or m not in BINARY_ONLY]
+            + [m for m in plugins if binary or not training_method(m).binary_only])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -135,8 +139,40 @@ def shadow_halves(config: dict, dataset: str, n: int, k: int) -> np.ndarray:
 METHOD_CLASS = {m: ("model_sensitivity" if m == "output_perturbation" else m) for m in METHODS}
 
 
+def plugin_methods() -> list[str]:
+    """Methods added by plugins (registered from a module outside dpbench) that train single models — they
+    implement :meth:`~dpbench.methods.Method.train`, e.g. a linear estimator registered with
+    :func:`dpbench.methods.estimator.register_estimator`. Named in ``studies.membership.methods`` they join the
+    study, with their settings' defaults (docs/extending.md)."""
+    from dpbench.methods import REGISTRY, TRAINING, Method
+
+    out: list[str] = []
+    for reg in (TRAINING, REGISTRY):
+        for name, cls in reg.methods.items():
+            if name in METHODS or name in out or cls.__module__.split(".")[0] == "dpbench":
+                continue
+            if any("train" in vars(c) for c in cls.__mro__ if c not in (Method, object)):
+                out.append(name)
+    return out
+
+
+def label_of(method: str) -> str:
+    """The legend of a method: the study's own name for a built-in one, the class's label for a plugin."""
+    from dpbench.methods import training_method
+
+    return LABELS.get(method) or training_method(method).label
+
+
 def method_delta(cfg: dict, method: str) -> float:
-    return float(cfg["delta"]) if method in APPROX else 0.0
+    """δ of the method's guarantee in the game: the configured δ for the (ε, δ) methods (a plugin whose cells
+    depend on δ included), 0 for the pure ε-DP ones."""
+    if method in APPROX:
+        return float(cfg["delta"])
+    if method not in METHOD_CLASS:
+        from dpbench.methods import training_method
+
+        return float(cfg["delta"]) if "delta" in training_method(method).depends_on else 0.0
+    return 0.0
 
 
 def game_budget(cfg: dict, method: str, epsilon: float) -> tuple[float, float]:
@@ -179,7 +215,12 @@ def method_object(cfg: dict, method: str, n_classes: int):
     from dpbench.methods import training_method
 
     if method not in METHOD_CLASS:
-        raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
+        if method not in plugin_methods():
+            raise ValueError(f"unknown method {method!r}; known: {list(METHODS) + plugin_methods()}")
+        cls = training_method(method)
+        if cls.binary_only and int(n_classes) != 2:
+            raise ValueError(f"{method} is a binary-only method")
+        return cls.from_config({}, prefix=f"studies.{STUDY}")   # a plugin's settings at their defaults
     cls = training_method(METHOD_CLASS[method])
     if cls.binary_only and int(n_classes) != 2:
         raise ValueError(f"{method} is binary logistic regression only")
@@ -242,6 +283,10 @@ def _training_settings(cfg: dict, method: str) -> dict:
         return {"dpsgd": tc["dpsgd"], "delta": cfg["delta"]}
     if method in ("bolt_on", "scs13", "bst14"):
         return {"psgd": tc["psgd"], "delta": method_delta(cfg, method)}
+    if method not in METHOD_CLASS:   # a plugin: its own code (file) decides its models
+        from dpbench.methods import training_method
+
+        return {"plugin_code": training_method(method).code_hash(), "delta": method_delta(cfg, method)}
     return {"erm": tc["erm"]}
 
 
