@@ -7,6 +7,7 @@
     dpbench run vdm2020 fig1a loss_perturbation [--out FILE] [--jobs N]   one series without Snakemake
     dpbench plan [--configfile FILE ...] [--cores N]  jobs, cells, projected CPU-hours and wall time of a run
     dpbench audit METHOD [--epsilon E] [--trials N]    white-box privacy audit of one method and its broken twins
+    dpbench audit --mechanism my.py:release --epsilon 1   audit your own mechanism (exit 1 on a privacy bug)
     dpbench compare RUN [REFERENCE]                    a run's figure points and claims against a reference run
     dpbench reference RESULTS OUT [--figures DIR]      write a run's reference summaries (docs/reference/<name>)
     dpbench check-plugin my_method.py [--configfile F]  run a method plugin through every hook the harness calls
@@ -74,7 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("summary", help=COMMANDS["summary"], description=COMMANDS["summary"])
     p.add_argument("files", nargs="+", help="result Parquet files or folders, or an anchors.parquet")
     p = sub.add_parser("audit", help=COMMANDS["audit"], description=COMMANDS["audit"])
-    p.add_argument("method", help="an audited method, or 'list'")
+    p.add_argument("method", nargs="?", help="an audited method, or 'list' (or give --mechanism)")
+    p.add_argument("--mechanism", metavar="FILE.py:FUNCTION",
+                   help="audit your own mechanism: release(dataset, rng) -> output, dataset an (n, d) array "
+                        "(docs/studies/audit.md, 'Auditing your own mechanism')")
+    p.add_argument("--density", metavar="FILE.py:FUNCTION",
+                   help="with --mechanism: log_density(dataset, output), for the exact likelihood-ratio statistic")
+    p.add_argument("--delta", type=float, default=0.0, help="with --mechanism: the claimed delta (default 0)")
+    p.add_argument("--records", type=int, default=8, help="with --mechanism: records per dataset (default 8)")
+    p.add_argument("--dim", type=int, default=1, help="with --mechanism: values per record (default 1)")
+    p.add_argument("--lo", type=float, default=0.0, help="with --mechanism: smallest value of a record (default 0)")
+    p.add_argument("--hi", type=float, default=1.0, help="with --mechanism: largest value of a record (default 1)")
+    p.add_argument("--integer", action="store_true", help="with --mechanism: records are integers in [lo, hi]")
+    p.add_argument("--clips", action="store_true",
+                   help="with --mechanism: it accepts any record and clips it (out-of-domain records are audited)")
+    p.add_argument("--pilot", type=int, default=1000, help="with --mechanism: pilot releases per side and pair")
     p.add_argument("--epsilon", type=float, action="append", help="claimed epsilon (repeatable; default: config)")
     p.add_argument("--trials", type=int, default=None, help="releases per side (default: config)")
     p.add_argument("--no-twins", action="store_true", help="audit the correct implementation only")
@@ -140,9 +155,25 @@ def main(argv: list[str] | None = None) -> int:
 
             df = run_series(config, args.study, args.figure, args.series, args.out, n_jobs=args.jobs)
             print(summarise(df).to_string(index=False))
+        elif args.cmd == "audit" and args.mechanism:
+            from dpbench.audit.user import Domain, audit_mechanism, load_function
+
+            release = load_function(args.mechanism)
+            density = load_function(args.density) if args.density else None
+            domain = Domain(n=args.records, d=args.dim, lo=args.lo, hi=args.hi, integer=args.integer,
+                            clips=args.clips)
+            fired = False
+            for e in args.epsilon or [1.0]:
+                r = audit_mechanism(release, e, args.delta, domain=domain, trials=args.trials or 20_000,
+                                    pilot=args.pilot, log_density=density, seed=args.seed_index)
+                print(r.line(), flush=True)
+                fired |= r.fires
+            return 1 if fired else 0
         elif args.cmd == "audit":
             from dpbench.audit import REGISTRY, run_cell, variants
 
+            if not args.method:
+                raise ValueError("audit: name a method (dpbench audit list) or give --mechanism FILE.py:FUNCTION")
             if args.method == "list":
                 for name, m in REGISTRY.items():
                     print(f"{name}\t{m.label}\ttwins: {', '.join(m.twins)}")
