@@ -117,10 +117,26 @@ def check_result_rows(df: pd.DataFrame, where: str) -> pd.DataFrame:
     return df
 
 
+#: the metadata field of a result file that holds the digest of its rows (:func:`content_digest`)
+DIGEST_KEY = "content_sha256"
+
+
+def content_digest(df: pd.DataFrame) -> str:
+    """SHA-256 of a frame's column names and values (row by row, pandas' value hash): what a result file holds,
+    independent of how Parquet encodes it."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps([str(c) for c in df.columns]).encode())
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
 def write_parquet(df: pd.DataFrame, path: str | Path, meta: dict) -> None:
-    """Write ``df`` to ``path`` atomically with ``meta`` stored under the ``dpbench`` metadata key."""
+    """Write ``df`` to ``path`` atomically with ``meta`` stored under the ``dpbench`` metadata key, together with
+    the digest of its rows (``content_sha256``), which :func:`altered_result` checks."""
     table = pa.Table.from_pandas(df, preserve_index=False)
     existing = table.schema.metadata or {}
+    meta = {**meta, DIGEST_KEY: content_digest(df)}
     table = table.replace_schema_metadata({**existing, b"dpbench": json.dumps(meta, default=str).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf)
@@ -179,17 +195,44 @@ def remove_damaged_figures(figures_dir: str | Path) -> list[Path]:
     return removed
 
 
+def altered_result(path: str | Path) -> str | None:
+    """Why the rows of result file ``path`` no longer match the digest written with them, or None (they match,
+    or the file predates digests). An unreadable file is reported too."""
+    try:
+        meta = read_metadata(path)
+        if DIGEST_KEY not in meta:
+            return None
+        got = content_digest(pd.read_parquet(path))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for damaged files
+        return f"unreadable ({type(exc).__name__}: {exc})"
+    return None if got == meta[DIGEST_KEY] else "its rows fail their content digest (altered after it was written)"
+
+
+#: the file (in the results folder) that remembers which result files were verified, by size and mtime, so that a
+#: start-up reads only the files written or touched since
+VERIFIED_STAMPS = ".verified-results.json"
+
+
 def remove_damaged_results(results_dir: str | Path, skip: str | Path | None = None) -> list[Path]:
     """Delete every ``*.parquet`` under ``results_dir`` (but under ``skip``, e.g. the cache) that is not
-    :func:`parquet_is_intact`, logging a warning naming it; returns them. Run at workflow start-up, so a damaged
-    result file is a missing target that Snakemake rebuilds (from the cell cache) instead of an error later.
-    Result files are written atomically, so a file another job is writing is never seen half-written here."""
+    :func:`parquet_is_intact` or whose rows fail their content digest (:func:`altered_result`; checked once per
+    size and mtime of the file), logging a warning naming it; returns them. Run at workflow start-up, so a
+    damaged or altered result file is a missing target that Snakemake rebuilds (from the cell cache) instead of
+    an error or a wrong figure later. Result files are written atomically, so a file another job is writing is
+    never seen half-written here."""
     import logging
 
     import os
 
     root = Path(results_dir)
     skip = Path(skip).resolve() if skip else None
+    stamps_path = root / VERIFIED_STAMPS
+    try:
+        stamps = json.loads(stamps_path.read_text())
+        stamps = stamps if isinstance(stamps, dict) else {}
+    except (OSError, ValueError):
+        stamps = {}
+    fresh: dict = {}
     removed = []
     for folder, subdirs, names in os.walk(root):
         if skip is not None:  # do not walk the (large) cache
@@ -198,11 +241,25 @@ def remove_damaged_results(results_dir: str | Path, skip: str | Path | None = No
             f = Path(folder, name)
             if not name.endswith(".parquet") or name.startswith("."):
                 continue
-            if not parquet_is_intact(f):
-                logging.getLogger("dpbench").warning("result file %s is damaged (not a complete Parquet file); "
-                                                     "removing it so that it is rebuilt", f)
+            why = None if parquet_is_intact(f) else "damaged (not a complete Parquet file)"
+            if why is None:
+                st = f.stat()
+                stamp = [st.st_size, st.st_mtime_ns]
+                rel = str(f.relative_to(root))
+                if stamps.get(rel) != stamp:
+                    reason = altered_result(f)
+                    why = None if reason is None else f"altered: {reason}"
+                if why is None:
+                    fresh[rel] = stamp
+            if why is not None:
+                logging.getLogger("dpbench").warning("result file %s is %s; removing it so that it is rebuilt", f, why)
                 f.unlink(missing_ok=True)
                 removed.append(f)
+    if fresh != stamps and root.is_dir():
+        try:
+            atomic_write_bytes(stamps_path, json.dumps(fresh, sort_keys=True).encode())
+        except OSError:
+            pass   # a read-only results folder: verify again next time
     return removed
 
 

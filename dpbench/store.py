@@ -94,6 +94,17 @@ def _finite_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: the field of a stored cell that holds its content digest
+DIGEST_FIELD = "_sha256"
+
+
+def cell_digest(key: str, record: dict) -> str:
+    """SHA-256 of the cell's key and its record as canonical JSON (sorted keys): a value changed in place, or a
+    record copied under another cell's name, no longer matches."""
+    body = json.dumps(record, sort_keys=True, allow_nan=True)
+    return hashlib.sha256(key.encode() + b"\0" + body.encode()).hexdigest()
+
+
 class Store:
     """The cell and artefact cache rooted at ``root``."""
 
@@ -113,8 +124,10 @@ class Store:
 
     def get_cell(self, key: str, require: tuple[str, ...] = ()) -> dict | None:
         """The record of cell ``key``, or None if it is missing or unusable: an unreadable file (truncated,
-        garbage, not JSON), a record that is not a non-empty JSON object or lacks a ``require``-d field is
-        logged as a warning naming the file and read as missing, so the caller recomputes and overwrites it."""
+        garbage, not JSON), a record whose content digest does not match (altered after it was written; records
+        written before digests existed have none and are read as they are), a record that is not a non-empty JSON
+        object or lacks a ``require``-d field is logged as a warning naming the file and read as missing, so the
+        caller recomputes and overwrites it."""
         path = self.cell_path(key)
         try:
             with open(path, "rb") as fh:
@@ -124,6 +137,11 @@ class Store:
         except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             log.warning("cell %s is unreadable (%s: %s); recomputing it", path, type(exc).__name__, exc)
             return None
+        if isinstance(rec, dict) and DIGEST_FIELD in rec:
+            stored = rec.pop(DIGEST_FIELD)
+            if stored != cell_digest(key, rec):
+                log.warning("cell %s fails its content digest (altered after it was written); recomputing it", path)
+                return None
         missing = [k for k in require if k not in rec] if isinstance(rec, dict) else None
         bad = [k for k in require if k in NUMERIC_FIELDS and not _finite_number(rec.get(k))] \
             if isinstance(rec, dict) and not missing else []
@@ -140,7 +158,11 @@ class Store:
         return self.get_cell(key, require) is not None
 
     def put_cell(self, key: str, record: dict) -> None:
-        atomic_write_bytes(self.cell_path(key), json.dumps(record, default=_json_default).encode())
+        """Store ``record`` atomically with its content digest (:func:`cell_digest`), checked on every read."""
+        canon = json.loads(json.dumps(record, default=_json_default))   # as it will read back (numpy → JSON)
+        canon.pop(DIGEST_FIELD, None)
+        body = {**canon, DIGEST_FIELD: cell_digest(key, canon)}
+        atomic_write_bytes(self.cell_path(key), json.dumps(body).encode())
 
     def record(self, key: str, compute: Callable[[], dict]) -> dict:
         """The JSON record ``key``, computed once (process-safe: other processes wait for the lock and read

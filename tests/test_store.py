@@ -71,3 +71,33 @@ def test_unreadable_artefact_is_logged_and_recomputed(tmp_path, dpbench_log, how
     assert calls == [1] and str(store.artefact_path(key)) in dpbench_log.text
     np.testing.assert_array_equal(out["theta"], np.arange(1000.0))
     np.testing.assert_array_equal(Store(tmp_path).artefact(key, lambda: 1 / 0)["theta"], np.arange(1000.0))
+
+
+def test_cell_digest_catches_values_altered_in_place(tmp_path, caplog):
+    """A cell is stored with a content digest: an accuracy edited in the file (valid JSON, finite number) or a
+    record copied under another cell's name is read as missing, with a warning naming the file, and recomputed;
+    a record written before digests existed (no digest field) is read as it is."""
+    import json
+    import logging
+
+    from dpbench.store import DIGEST_FIELD, Store
+
+    st = Store(tmp_path)
+    st.put_cell("k1", {"accuracy": 0.81, "noise_scale": 2.0})
+    assert st.get_cell("k1", ("accuracy",)) == {"accuracy": 0.81, "noise_scale": 2.0}
+    path = st.cell_path("k1")
+    rec = json.loads(path.read_text())
+    assert DIGEST_FIELD in rec
+    path.write_text(json.dumps({**rec, "accuracy": 0.99}))
+    with caplog.at_level(logging.WARNING, logger="dpbench"):
+        assert st.get_cell("k1", ("accuracy",)) is None
+    assert any("fails its content digest" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
+    st.put_cell("k2", {"accuracy": 0.5})
+    st.cell_path("k3").parent.mkdir(parents=True, exist_ok=True)
+    st.cell_path("k3").write_bytes(st.cell_path("k2").read_bytes())     # the right record under the wrong name
+    assert st.get_cell("k3") is None and st.get_cell("k2") == {"accuracy": 0.5}
+    st.cell_path("k4").parent.mkdir(parents=True, exist_ok=True)
+    st.cell_path("k4").write_text(json.dumps({"accuracy": 0.7}))      # legacy: no digest
+    assert st.get_cell("k4", ("accuracy",)) == {"accuracy": 0.7}
+    st.put_cell("k5", {"accuracy": float("nan"), "x": [1, 2]})        # NaN and lists round-trip under the digest
+    assert st.get_cell("k5")["x"] == [1, 2]
