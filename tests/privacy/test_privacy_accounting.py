@@ -137,3 +137,16 @@ def test_dpsgd_epsilon_errors(kwargs, match):
 def test_calibrate_errors(args, match):
     with pytest.raises(ValueError, match=match):
         calibrate_dpsgd_noise(*args)
+
+
+def test_replace_one_pld_at_tiny_noise_returns_instead_of_exhausting_memory():
+    """σ = 0.054, q = 0.054, 439 steps: the default 1e-4 grid of privacy losses needed gigabytes (MemoryError after
+    32 s); the interval now grows with ε above 50 (still a pessimistic upper bound), and below 50 the values are
+    dp_accounting's at its default interval, unchanged."""
+    from dpbench.privacy import accounting as A
+    from dpbench.privacy import dpsgd_replace_one_epsilon
+
+    eps = dpsgd_replace_one_epsilon(0.054, 0.054, 439, 0.054)
+    assert 1_000 < eps < 10_000
+    for args in ((1.0, 0.0043, 4700, 1e-5), (0.5, 0.01, 1000, 1e-5)):
+        assert dpsgd_replace_one_epsilon(*args) == A._pld_replace_one(*args, 1e-4)
