@@ -7,8 +7,8 @@ per-query budget rules) and ``accounting`` (DP-SGD with dp_accounting).
 
 from . import attack_bounds  # noqa: F401  (membership-inference bounds implied by (ε, δ)-DP)
 from . import noisy_sgd  # noqa: F401  (SCS13 calibration, per-update noise of noisy mini-batch SGD)
-from .accounting import (TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, classic_rdp_to_dp, dpsgd_epsilon,
-                         dpsgd_replace_one_epsilon)
+from .accounting import (TF_ORDERS, DpsgdCalibration, calibrate_dpsgd_noise, calibrate_dpsgd_replace_one,
+                         classic_rdp_to_dp, dpsgd_epsilon, dpsgd_replace_one_epsilon)
 from .composition import (
     GaussianQueryMultiplier,
     advanced_composition,
@@ -39,6 +39,7 @@ __all__ = [
     "TF_ORDERS",
     "DpsgdCalibration",
     "calibrate_dpsgd_noise",
+    "calibrate_dpsgd_replace_one",
     "classic_rdp_to_dp",
     "dpsgd_epsilon",
     "dpsgd_replace_one_epsilon",

@@ -217,6 +217,41 @@ def _calibrate(epsilon, delta, sample_rate, steps, accountant, conversion, rtol)
     return DpsgdCalibration(hi, epsilon, delta, sample_rate, steps, accountant, conversion)
 
 
+def calibrate_dpsgd_replace_one(epsilon: float, delta: float, sample_rate: float, steps: int, *,
+                                rtol: float = 1e-4) -> DpsgdCalibration:
+    """Smallest σ whose **replace-one** ε(δ) by dp_accounting's PLD accountant
+    (:func:`dpsgd_replace_one_epsilon`) is ≤ ``epsilon`` — the tight calibration (``calibration: tight``): it
+    analyses the replace-one pair of Poisson-subsampled Gaussian steps directly, where the default calibrates the
+    add/remove budget (ε/2, δ/(1 + e^{ε/2})) with RDP and converts by group privacy (two steps of slack). σ within
+    relative ``rtol`` above the threshold (the target is always met; the PLD is pessimistic, an upper bound)."""
+    epsilon = V.positive("epsilon", epsilon)
+    delta, sample_rate, steps, _ = _check_common(delta, sample_rate, steps, "pld", None)
+    return _calibrate_replace_one(epsilon, delta, sample_rate, steps, V.positive("rtol", rtol))
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrate_replace_one(epsilon, delta, sample_rate, steps, rtol):
+    def eps_of(sigma):
+        return _replace_one_epsilon(sigma, sample_rate, steps, delta)
+
+    lo, hi = 0.25, 0.5
+    while eps_of(hi) > epsilon:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            raise ValueError(f"epsilon={epsilon!r} is unreachable with noise_multiplier <= 1e6")
+    while eps_of(lo) <= epsilon:
+        hi, lo = lo, lo / 2.0
+        if lo < 1e-3:
+            raise ValueError(f"epsilon={epsilon!r} is reached even at tiny noise; check the arguments")
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        if eps_of(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return DpsgdCalibration(hi, epsilon, delta, sample_rate, steps, "pld", "replace_one")
+
+
 def calibrate_dpsgd_noise(
     epsilon: float,
     delta: float,
