@@ -199,14 +199,22 @@ def _calibrate(epsilon, delta, sample_rate, steps, accountant, conversion, rtol)
     def eps_of(sigma):
         return _dpsgd_epsilon(sigma, sample_rate, steps, delta, accountant, conversion, tuple(TF_ORDERS))
 
-    lo, hi = 0.5, 1.0
+    sigma = _smallest_sigma(eps_of, epsilon, rtol, (0.5, 1.0), 1e7, 1e-4)
+    return DpsgdCalibration(sigma, epsilon, delta, sample_rate, steps, accountant, conversion)
+
+
+def _smallest_sigma(eps_of, epsilon, rtol, bracket, largest, smallest) -> float:
+    """Bisection for the smallest σ with ``eps_of(σ) ≤ epsilon`` (``eps_of`` decreasing): bracket from
+    ``bracket`` by doubling up to ``largest`` / halving down to ``smallest``, then halve the interval until it is
+    within relative ``rtol``; returns its upper end (the target is always met)."""
+    lo, hi = bracket
     while eps_of(hi) > epsilon:  # bracket: eps_of(lo) > target >= eps_of(hi)
         lo, hi = hi, 2.0 * hi
-        if hi > 1e7:
-            raise ValueError(f"epsilon={epsilon!r} is unreachable with noise_multiplier <= 1e7")
+        if hi > largest:
+            raise ValueError(f"epsilon={epsilon!r} is unreachable with noise_multiplier <= {largest:g}")
     while eps_of(lo) <= epsilon:
         hi, lo = lo, lo / 2.0
-        if lo < 1e-4:
+        if lo < smallest:
             raise ValueError(f"epsilon={epsilon!r} is reached even at tiny noise; check the arguments")
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
@@ -214,7 +222,7 @@ def _calibrate(epsilon, delta, sample_rate, steps, accountant, conversion, rtol)
             hi = mid
         else:
             lo = mid
-    return DpsgdCalibration(hi, epsilon, delta, sample_rate, steps, accountant, conversion)
+    return hi
 
 
 def calibrate_dpsgd_replace_one(epsilon: float, delta: float, sample_rate: float, steps: int, *,
@@ -234,22 +242,8 @@ def _calibrate_replace_one(epsilon, delta, sample_rate, steps, rtol):
     def eps_of(sigma):
         return _replace_one_epsilon(sigma, sample_rate, steps, delta)
 
-    lo, hi = 0.25, 0.5
-    while eps_of(hi) > epsilon:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:
-            raise ValueError(f"epsilon={epsilon!r} is unreachable with noise_multiplier <= 1e6")
-    while eps_of(lo) <= epsilon:
-        hi, lo = lo, lo / 2.0
-        if lo < 1e-3:
-            raise ValueError(f"epsilon={epsilon!r} is reached even at tiny noise; check the arguments")
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        if eps_of(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return DpsgdCalibration(hi, epsilon, delta, sample_rate, steps, "pld", "replace_one")
+    sigma = _smallest_sigma(eps_of, epsilon, rtol, (0.25, 0.5), 1e6, 1e-3)
+    return DpsgdCalibration(sigma, epsilon, delta, sample_rate, steps, "pld", "replace_one")
 
 
 def calibrate_dpsgd_noise(
