@@ -25,7 +25,10 @@ STUDIES=${STUDIES:-estimation membership song2018 wu2016 audit vdm2020}
 EXTRA=()      # snakemake: --configfile paths.yaml EXTRA;  dpbench: --configfile paths.yaml --configfile EXTRA
 DP_EXTRA=()
 [ -n "${EXTRA_CONFIG:-}" ] && EXTRA=("$EXTRA_CONFIG") && DP_EXTRA=(--configfile "$EXTRA_CONFIG")
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+# the repository: this script's (run from a copy elsewhere, e.g. to edit the original while it runs: the current
+# directory's)
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null || git rev-parse --show-toplevel 2>/dev/null)
+[ -n "$root" ] || [ -d "$GRID_DIR/src" ] || { echo "default_grid.sh: run it inside the repository" >&2; exit 2; }
 REV=${REV:-$(git -C "$root" rev-parse HEAD)}
 mkdir -p "$GRID_DIR"
 if [ ! -d "$GRID_DIR/src" ]; then
@@ -63,6 +66,13 @@ if [[ " $STUDIES " == *" vdm2020 "* ]]; then
         targets+=("$F/$f.png")
     done
     targets+=("$R/vdm2020/anchors.parquet" "$R/claims.parquet")
+fi
+# A run killed mid-figure (a session's end, a reboot) leaves Snakemake's locks behind, and every later invocation
+# touching those files would stop with a LockException: remove them when no Snakemake runs in this directory.
+if ! pgrep -f "snakemake .*--configfile $GRID_DIR/paths.yaml" > /dev/null \
+        && [ -n "$(ls -A .snakemake/locks 2>/dev/null)" ]; then
+    echo "== $(date +%T) stale Snakemake locks of an interrupted run removed" >> "$GRID_DIR/progress.log"
+    snakemake --unlock --configfile "$GRID_DIR/paths.yaml" "${EXTRA[@]}" >> "$GRID_DIR/snakemake.log" 2>&1
 fi
 for t in "${targets[@]}"; do
     if awk -F'\t' -v t="$t" '$1 == t && $NF == 0 {found = 1} END {exit !found}' "$GRID_DIR/timings.tsv" 2>/dev/null; then
