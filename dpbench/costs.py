@@ -270,6 +270,7 @@ AUDIT_CPU_S_PER_TRIAL = {
     "output_perturbation_erm": 5.8e-5, "scs13": 5.7e-5,       # SCS13: the transcript of 10 updates per trial
     "loss_perturbation": 2.5e-3, "dpsgd_softmax": 8.7e-3, "dpsgd_mlp": 1.19e-2,   # one training per trial
     "bst14": 9.0e-2,                                          # one BST14 run of T = 14,576 steps per trial
+    "loss_perturbation_tight": 2.5e-3,   # `dpbench audit loss_perturbation_tight`: 91 s for 6 cells x 2 x 3,000
 }
 AUDIT_CELL_OVERHEAD_S = 0.5
 

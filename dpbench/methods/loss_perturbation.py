@@ -47,6 +47,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -81,62 +82,119 @@ def _kifer_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     return sensitivity / epsilon * math.sqrt(8 * math.log(2 / delta) + 4 * epsilon)
 
 
-def loss_perturbation_noise(epsilon: float, delta: float, n_classes: int, neighbouring: str = "replace_one"
-                            ) -> tuple[str, float, float]:
+CALIBRATIONS = ("source", "tight")
+
+
+def loss_perturbation_noise(epsilon: float, delta: float, n_classes: int, neighbouring: str = "replace_one",
+                            calibration: str = "source") -> tuple[str, float, float]:
     """(noise kind, scale, ρ) for (ε, δ) under ``neighbouring`` (module docstring): β = ε/(2Δ_b) for δ = 0
     (Thm 3), σ = (Δ_b/ε)√(8 ln(2/δ) + 4ε) for δ > 0 (Thm 4), with Δ_b = 2K (replace one) or K (add/remove);
-    ρ = 2LC/ε in both cases."""
+    ρ = 2LC/ε in both cases. ``calibration: tight`` (δ = 0, replace one only): the same ρ and the largest β
+    whose proved replace-one bound :func:`loss_perturbation_privacy_loss_bound` is ≤ ε
+    (:func:`loss_perturbation_tight_beta`)."""
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"loss perturbation calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     grad_diff = _gradient_difference(neighbouring)
     rho = 2 * HESSIAN_BOUND_L * n_classes / epsilon
+    if calibration == "tight":
+        if delta != 0 or neighbouring != "replace_one":
+            raise ValueError("loss_perturbation_tight: the tight calibration is proved for delta = 0 and "
+                             f"neighbouring: replace_one only (got delta = {delta!r}, {neighbouring!r}); use "
+                             "loss_perturbation for delta > 0")
+        return "l2_laplace", loss_perturbation_tight_beta(epsilon, n_classes), rho
     if delta == 0:
         return "l2_laplace", epsilon / (2 * grad_diff), rho
     return "gaussian_kifer", _kifer_sigma(grad_diff, epsilon, delta), rho
 
 
+def loss_perturbation_privacy_loss_bound(beta: float, rho: float, n_classes: int) -> float:
+    """An upper bound, over **every** pair of datasets that differ in one replaced record (‖x‖ ≤ 1) and every
+    output θ, on the privacy loss of loss perturbation with L2-Laplace noise p(B) ∝ exp(−β‖B‖_F) and a
+    regulariser whose curvature is ⪰ ρ (any effective l2 with N·l2 ≥ ρ: both of vdm2020's rules).
+
+    The loss is a noise term plus a Jacobian term (Chaudhuri et al. 2011, Thm 9; vdm2020 App. B.2). Let x
+    (label y, softmax output p at θ, ‖x‖ ≤ 1) be the record whose curvature enters the Jacobian. Its gradient
+    (p − e_y) ⊗ x has norm a ≤ ‖p − e_y‖ ≤ K = √2, its curvature E = (diag p − ppᵀ) ⊗ xxᵀ has trace ≤ 1 − ‖p‖².
+    Noise term: β‖∇ℓ(x) − ∇ℓ(x′)‖ ≤ β(a + K). Jacobian term: log det(I + H⁻¹E) ≤ tr(H⁻¹E) ≤ (1 − ‖p‖²)/ρ,
+    H ⪰ ρI. With s = 1 − p_y and u = ‖p − e_y‖²: 1 − ‖p‖² = 2s − u ≤ 2 − a² (s ≤ 1, a² ≤ u) and
+    1 − ‖p‖² ≤ 1 − 1/C. So the loss is at most
+
+        max_{a ∈ [0, K]}  β(a + K) + min(1 − 1/C, 2 − a²)/ρ,
+
+    computed exactly here: increasing (linear) while the cap 1 − 1/C binds, then concave with its stationary
+    point at a = βρ/2 (clipped to [√(1 + 1/C), K]); at a = K the Jacobian term vanishes and the noise term is
+    2Kβ."""
+    K, C = LIPSCHITZ_K, int(n_classes)
+    if not (beta > 0 and rho > 0 and C >= 2):
+        raise ValueError(f"beta and rho must be > 0 and n_classes >= 2, got {beta!r}, {rho!r}, {n_classes!r}")
+    c0 = 1.0 - 1.0 / C
+
+    def g(a):
+        return beta * (a + K) + min(c0, 2.0 - a * a) / rho
+
+    a1 = math.sqrt(2.0 - c0)                      # below: the curvature cap c0 binds (g increases); above: 2 − a²
+    a_star = min(max(beta * rho / 2.0, a1), K)    # the stationary point of the concave piece, clipped
+    at_k = 2.0 * K * beta                         # g(K) exactly: the noise term alone (2 − K² = 0)
+    return float(max(g(a1), g(a_star) if a_star < K else at_k, at_k))
+
+
 def loss_perturbation_epsilon_bound(epsilon: float, n_classes: int, noise_factor: float = 1.0) -> float:
-    """An upper bound on the replace-one ε, over **every** pair of neighbouring datasets, of loss perturbation
-    calibrated for ε with δ = 0 (``replace_one``: β = ε/(4K), ρ = 2LC/ε) and its noise scale multiplied by
-    ``noise_factor`` (1: the method itself; 0.5: the audit's ×0.5 twin).
-
-    For an output θ the privacy loss is a noise term plus a Jacobian term (Chaudhuri et al. 2011, Thm 9; vdm2020
-    App. B.2). The replaced record x (label y, softmax output p at θ, ‖x‖ ≤ 1) has gradient (p − e_y) ⊗ x of norm
-    a ≤ ‖p − e_y‖ and curvature E = (diag p − ppᵀ) ⊗ xxᵀ of trace ≤ 1 − ‖p‖². The noise term is at most
-    (β/f)(a + K), K = √2 bounding the other record's gradient. The Jacobian term is log det(I + H⁻¹E) ≤ tr(H⁻¹E)
-    ≤ (1 − ‖p‖²)/ρ, with H ⪰ ρI. With s = 1 − p_y and u = ‖p − e_y‖² one has 1 − ‖p‖² = 2s − u ≤ 2 − a², and
-    1 − ‖p‖² ≤ 1 − 1/C. So
-
-        ε_f / ε ≤ max_{a∈[0,K]}  (a + K)/(4Kf) + min(1 − 1/C, 2 − a²)/(2LC),
-
-    maximised exactly (piecewise: linear, then concave). At C = 10 it gives 0.525 for the method (the sources'
-    Jacobian budget ε/2 is loose: ρ could be smaller) and 1.000 for the ×0.5 twin: that twin is still ε-DP on
-    every pair and no audit can catch it; ×0.1 gives 5."""
+    """:func:`loss_perturbation_privacy_loss_bound` of loss perturbation calibrated for ε with δ = 0
+    (``replace_one``: β = ε/(4K), ρ = 2LC/ε) and its noise scale multiplied by ``noise_factor`` (1: the
+    method itself; 0.5: the audit's ×0.5 twin): a replace-one ε over every pair. At C = 10 it gives 0.525ε for
+    the method (the sources' Jacobian budget ε/2 is loose) and exactly ε for the ×0.5 twin (C ≥ 8): that twin is
+    still ε-DP on every pair and no audit can catch it; ×0.1 gives 5ε."""
     f = float(noise_factor)
     if not (epsilon > 0 and f > 0):
         raise ValueError(f"epsilon and noise_factor must be > 0, got {epsilon!r}, {noise_factor!r}")
-    K, L, C = LIPSCHITZ_K, HESSIAN_BOUND_L, int(n_classes)
-    A, B, D, c0 = 1.0 / (4 * K * f), 1.0 / (4 * f), 2 * L * C, 1.0 - 1.0 / C
-
-    def g(a):
-        return A * a + B + min(c0, 2.0 - a * a) / D
-
-    a1 = math.sqrt(2.0 - c0)                      # below: the curvature cap c0 binds (g increases); above: 2 − a²
-    a_star = min(max(A * D / 2.0, a1), K)         # the stationary point of the concave piece, clipped
-    at_k = 1.0 / (2 * f)                          # g(K) exactly: the noise term alone (2 − K² = 0)
-    return float(epsilon) * max(g(a1), g(a_star) if a_star < K else at_k, at_k)
+    eps = float(epsilon)
+    return loss_perturbation_privacy_loss_bound(eps / (4 * LIPSCHITZ_K * f), 2 * HESSIAN_BOUND_L * n_classes / eps,
+                                                n_classes)
 
 
-def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str) -> float:
+@functools.lru_cache(maxsize=256)
+def loss_perturbation_tight_beta(epsilon: float, n_classes: int) -> float:
+    """The tight calibration of loss perturbation (δ = 0, replace one): ρ = 2LC/ε as the source's, and the
+    largest β (least noise) with :func:`loss_perturbation_privacy_loss_bound` (β, ρ) ≤ ε, by bisection between
+    the source's β = ε/(4K) (bound ≤ ε for every C) and ε/(2K) (the noise term alone reaches ε at a = K); the
+    lower end of the final bracket is returned, so the bound holds. At C ≥ 8 it is ε/(2K) exactly — half the
+    source's noise (the Jacobian term vanishes where the noise term is largest); fewer classes leave less:
+    noise × 0.622 at C = 2, 0.584 at C = 3, 0.528 at C = 5 (the ratios do not depend on ε)."""
+    eps, C = float(epsilon), int(n_classes)
+    rho = 2 * HESSIAN_BOUND_L * C / eps
+    lo, hi = eps / (4 * LIPSCHITZ_K), eps / (2 * LIPSCHITZ_K)
+    if loss_perturbation_privacy_loss_bound(hi, rho, C) <= eps:
+        return hi
+    if loss_perturbation_privacy_loss_bound(lo, rho, C) > eps:   # cannot happen: the source's proof covers it
+        raise ArithmeticError(f"loss perturbation: the source calibration's bound exceeds eps = {eps} at C = {C}")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if loss_perturbation_privacy_loss_bound(mid, rho, C) <= eps:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return lo
+
+
+def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str, calibration: str = "source",
+                              n_classes: int | None = None) -> float:
     """The replace-one ε of loss perturbation calibrated with :func:`loss_perturbation_noise` for (ε, δ) under
     ``neighbouring``: ε itself for ``replace_one``; for ``add_remove`` the Jacobian half ε/2 plus the noise
     term at gradient difference 2K — 1.5ε for δ = 0, and for δ > 0 ε/2 + ε_n/2 with ε_n solving
-    (2K/ε_n)√(8 ln(2/δ) + 4ε_n) = σ (Thm 4's bound, same δ)."""
+    (2K/ε_n)√(8 ln(2/δ) + 4ε_n) = σ (Thm 4's bound, same δ). ``calibration: tight``: the proved bound at the
+    tight β (≤ ε; needs ``n_classes``)."""
     from scipy.optimize import brentq
 
     _gradient_difference(neighbouring)
+    if calibration == "tight":
+        kind, beta, rho = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring, "tight")
+        return loss_perturbation_privacy_loss_bound(beta, rho, n_classes)
     if neighbouring == "replace_one":
         return float(epsilon)
     if delta == 0:
@@ -147,23 +205,26 @@ def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str) -
 
 
 def loss_perturbation_fit(X, y, n_classes: int, l2_effective: float, epsilon: float, delta: float, rng, theta0,
-                          *, neighbouring: str = "replace_one", error_fraction: float, maxiter: int) -> tuple:
+                          *, neighbouring: str = "replace_one", error_fraction: float, maxiter: int,
+                          calibration: str = "source") -> tuple:
     """θ_priv = argmin mean CE + (l2_effective/2)‖θ‖² + ⟨B, θ⟩/N (module docstring), B drawn from ``rng`` with
     the calibration of :func:`loss_perturbation_noise`, L-BFGS warm-started at ``theta0`` (the non-private fit
     at the same l2) and stopped by :func:`dpbench.learn.sensitivity_grad_norm_tol`. Returns
     ``(θ_priv, noise kind, scale)``."""
     n = X.shape[0]
     theta0 = np.asarray(theta0)
-    noise, kind, scale = loss_perturbation_draw(rng, epsilon, delta, n_classes, neighbouring, theta0.shape)
+    noise, kind, scale = loss_perturbation_draw(rng, epsilon, delta, n_classes, neighbouring, theta0.shape,
+                                                calibration)
     theta = fit_softmax(X, y, n_classes, l2=l2_effective, linear=noise / n, theta0=theta0, maxiter=maxiter,
                         grad_norm_tol=sensitivity_grad_norm_tol(n, error_fraction))
     return theta, kind, scale
 
 
-def loss_perturbation_draw(rng, epsilon: float, delta: float, n_classes: int, neighbouring: str, shape):
+def loss_perturbation_draw(rng, epsilon: float, delta: float, n_classes: int, neighbouring: str, shape,
+                           calibration: str = "source"):
     """The noise B (``shape``) of one release, drawn from ``rng`` (one call, calibration of
     :func:`loss_perturbation_noise`); returns ``(B, noise kind, scale)``."""
-    kind, scale, _ = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring)
+    kind, scale, _ = loss_perturbation_noise(epsilon, delta, n_classes, neighbouring, calibration)
     if kind == "l2_laplace":
         return sample_l2_laplace(rng, scale, math.prod(shape)).reshape(shape), kind, scale
     return sample_gaussian(rng, scale, shape), kind, scale
@@ -225,6 +286,7 @@ class LossPerturbation(Method):
         Setting("float32", "lbfgs", default=True, type="boolean"),
     )
     style = dict(color="tab:blue", marker="o")
+    calibration_kind = "source"   # the sources' calibration made correct; LossPerturbationTight: the proved bound
 
     def cell_params(self, problem, tuned, epsilon, delta):
         rho = loss_perturbation_noise(epsilon, delta, problem.n_classes)[2]
@@ -244,7 +306,8 @@ class LossPerturbation(Method):
                                   X.shape[0], s["l2"])
         theta0 = fit_minimiser(X, y, n_classes, l2, s["maxiter"], ef)
         theta, kind, scale = loss_perturbation_fit(X, y, n_classes, l2, epsilon, delta, rng, theta0, neighbouring=nb,
-                                                   error_fraction=ef, maxiter=s["maxiter"])
+                                                   error_fraction=ef, maxiter=s["maxiter"],
+                                                   calibration=self.calibration_kind)
         return theta, {"noise_kind": kind, "noise_scale": scale, "l2_effective": l2}
 
     def group_key(self, cell: Cell):
@@ -264,8 +327,9 @@ class LossPerturbation(Method):
         shape = next(iter(warm.values())).shape
         pre = ({l2: softmax_curvature_at_fit(problem, l2, ctx, p["error_fraction"], p["maxiter"]) for l2 in warm}
                if p.get("precondition", True) else None)  # the warm starts' curvature (cached)
+        cal = p.get("calibration", "source")
         draws = [loss_perturbation_draw(ctx.rng(cell.stream_key), cell.epsilon, cell.delta, problem.n_classes,
-                                        p["neighbouring"], shape) for cell in cells]
+                                        p["neighbouring"], shape, cal) for cell in cells]
         thetas = loss_perturbation_fit_many(
             problem.X_train, problem.y_train, problem.n_classes, np.stack([b for b, _, _ in draws]),
             [c.param["l2_effective"] for c in cells], np.stack([warm[c.param["l2_effective"]] for c in cells]),
@@ -275,6 +339,37 @@ class LossPerturbation(Method):
         for cell, theta, (_, kind, scale) in zip(cells, thetas, draws):
             out.append({"accuracy": accuracy_of_logits(problem.X_eval @ theta, problem.y_eval),
                         "noise_kind": kind, "noise_scale": scale, "composition": "none",
-                        "epsilon_achieved": loss_perturbation_epsilon(cell.epsilon, cell.delta, p["neighbouring"]),
+                        "epsilon_achieved": loss_perturbation_epsilon(cell.epsilon, cell.delta, p["neighbouring"], cal,
+                                                                      problem.n_classes),
+                        **({"calibration": cal} if cal != "source" else {}),
                         **solver_record(problem.n_train, cell.param["l2_effective"], p["error_fraction"])})
         return out
+
+
+@REGISTRY.register
+class LossPerturbationTight(LossPerturbation):
+    """Loss perturbation with the tight calibration (δ = 0, replace one): the source's ρ = 2LC/ε and the least
+    L2-Laplace noise whose proved replace-one privacy loss (:func:`loss_perturbation_privacy_loss_bound`: the
+    noise term β(a + K) and the Jacobian term tr(H⁻¹E) ≤ (1 − ‖p‖²)/ρ, maximised jointly over the replaced
+    record's gradient norm a) is ≤ ε — β from :func:`loss_perturbation_tight_beta`; for C ≥ 8 classes β = ε/(2K),
+    half the source's noise. Same settings (block ``loss_perturbation``; ``neighbouring`` must be
+    ``replace_one``), same solver; δ > 0 is an error (no tight Gaussian analysis here). Rows carry ``calibration:
+    tight`` and the bound as ``epsilon_achieved`` (≤ ε). Add ``loss_perturbation_tight`` to a figure's ``methods``
+    to draw it beside ``loss_perturbation`` (same colour, dashed)."""
+
+    name = "loss_perturbation_tight"
+    label = "loss perturbation (tight calibration)"
+    style = dict(color="tab:blue", marker="o", linestyle="--")
+    calibration_kind = "tight"
+
+    def supports(self, epsilon, delta, budget):
+        if delta != 0:
+            return "the tight calibration is proved for δ = 0 only"
+        if self.settings.get("neighbouring", "replace_one") != "replace_one":
+            return "the tight calibration is for neighbouring: replace_one only"
+        return None
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        loss_perturbation_noise(epsilon, delta, problem.n_classes, self.settings.get("neighbouring", "replace_one"),
+                                "tight")   # δ > 0 or add/remove: a clear error before any compute
+        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}

@@ -189,12 +189,16 @@ def variant_label(method: str, variant: str) -> str:
 
 
 def twin_pair_epsilon(r) -> float:
-    """The twin's own exact ε on the audited pair where known: pure-ε noise scaled by f gives ε_pair / f; an
-    (ε, δ) method with a closed form records it (``eps_pair_variant``, e.g. DP-SGD's transcript); else NaN."""
+    """The twin's own ε on the audited pair where known: what its audit recorded (``eps_pair_variant``: a closed
+    form such as DP-SGD's transcript ε, a proved bound over every pair such as loss perturbation's, or the
+    numerical maximum over outputs of the exact privacy loss on the pair such as its tight calibration's — the
+    audit's notes say which); else, for pure-ε noise scaled by f whose pair ε is exact, ε_pair / f; else NaN."""
+    if np.isfinite(r.eps_pair_variant):
+        return float(r.eps_pair_variant)
     f = float(r.variant[len("noise_x"):]) if r.variant.startswith("noise_x") else None
     if f is not None and r.delta == 0 and np.isfinite(r.eps_pair):
         return r.eps_pair / f
-    return float(r.eps_pair_variant)
+    return float("nan")
 
 
 def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
@@ -290,7 +294,8 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
                 note = ""
                 exact = twin_pair_epsilon(r)   # the twin's own exact ε on the pair, where known
                 if np.isfinite(exact) and exact <= eps * (1 + 1e-12):
-                    note = (f"; twin's ε on the audited pair (exact, or a proved bound over every pair) {exact:.3f} "
+                    note = (f"; twin's ε on the audited pair (exact, a proved bound over every pair, or the largest "
+                            f"loss over outputs: the method's notes) {exact:.3f} "
                             "≤ ε: not broken on this pair (slack of the method's analysis), cannot be caught here")
                 # a twin that is still ε-DP on every reachable pair cannot be caught: undecided
                 add("twin-caught", f"caught in {r.fire_rate:.0%} of {r.seeds}; ε̂ median {r.eps_lower_median:.3f}{note}",
