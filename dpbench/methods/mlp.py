@@ -213,3 +213,19 @@ class DPSGDMLP(DPSGD):
                            schedule=p["schedule"], float32=p.get("float32", False))
         accs = mlp_accuracy_many(params, problem.X_eval, problem.y_eval)
         return [self.record(a, calibration, p) for a in accs]
+
+
+@REGISTRY.register
+class DPSGDMLPTight(DPSGDMLP):
+    """DP-SGD on the MLP with the tight calibration of :class:`dpbench.methods.dpsgd.DPSGDTight`: the smallest σ
+    whose replace-one ε(δ) by the PLD accountant is ≤ ε for the MLP's q and steps (the analysis depends on q, σ
+    and the steps only, not on the model). Same settings (block ``mlp.dpsgd``); rows carry ``calibration:
+    tight``. Add ``dpsgd_mlp_tight`` to Fig. 7a/7b's ``methods`` to draw it beside ``dpsgd_mlp`` (dashed)."""
+
+    name = "dpsgd_mlp_tight"
+    label = "DP-SGD (MLP, tight calibration)"
+    style = {**DPSGDMLP.style, "linestyle": "--"}
+    calibration_kind = "tight"
+
+    def cell_params(self, problem, tuned, epsilon, delta):
+        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}
