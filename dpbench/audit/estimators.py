@@ -24,18 +24,35 @@ def _mean_setup(config):
     return fc, n, d, mean_clip(fc, n, d)
 
 
+#: the replaced record of the clipped-mean and local-DP pairs lies this many clip bounds outside the domain: a
+#: correct implementation clips it to ±B (the same release as the in-domain pair ±B·𝟙, whose sensitivity is
+#: attained), an implementation that fails to clip each record (the bug twins) is exposed
+OUT_OF_DOMAIN = 10.0
+
+
 def _mean_pair(n, d, B):
     X = np.zeros((n, d))
     Xd, Xp = X.copy(), X.copy()
-    Xd[-1], Xp[-1] = B, -B          # replace one row: all +B vs all −B (tight in ℓ1 and ℓ2)
+    Xd[-1], Xp[-1] = OUT_OF_DOMAIN * B, -OUT_OF_DOMAIN * B   # replace one row: ±10B·𝟙, clipped to ±B·𝟙
     return Xd, Xp
 
 
+def _mean_centres(Xd, Xp, B, twin):
+    """The clipped means of the pair as the audited implementation computes them (the clip-order twin clips
+    after averaging)."""
+    from dpbench.methods import estimation as est
+
+    order = "mean_then_clip" if twin == "bug_clip_after_mean" else "rows"
+    return est.clipped_mean(Xd, B, order=order), est.clipped_mean(Xp, B, order=order)
+
+
 @register(name="mean_laplace", label="clipped mean, Laplace ℓ1 (estimation)", study="estimation",
-          twins=("noise_x0.5", "bug_l2_sensitivity"),
+          twins=("noise_x0.5", "bug_l2_sensitivity", "bug_clip_after_mean"),
           notes="n = 2000 and the clip bound B of the study's mean_vs_d, its smallest d = 4 (the privacy loss of "
-                "d-dimensional Laplace noise concentrates as d grows). Pair: one row +B·𝟙 vs −B·𝟙 (the ℓ1 "
-                "sensitivity is attained). Bug twin: Laplace noise calibrated to the ℓ2 sensitivity (√d smaller).")
+                "d-dimensional Laplace noise concentrates as d grows). Pair: one row +10B·𝟙 vs −10B·𝟙, outside "
+                "the declared domain: clipped to ±B·𝟙, where the ℓ1 sensitivity is attained. Bug twins: Laplace "
+                "noise calibrated to the ℓ2 sensitivity (√d smaller); clipping after averaging "
+                "(clip(mean(X)): the out-of-domain row moves the mean 10× further, ε 10× the claim on this pair).")
 def audit_mean_laplace(config, epsilon, twin, trials, rng):
     from dpbench.methods import estimation as est
 
@@ -45,21 +62,24 @@ def audit_mean_laplace(config, epsilon, twin, trials, rng):
     cal_claim = est.calibrate("laplace", l1, l2, epsilon)
     Xd, Xp = _mean_pair(n, d, B)
     fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    cD, cP = _mean_centres(Xd, Xp, B, twin)      # where the audited implementation centres its releases
     f = factor(twin)
 
     def side(c):
         return chunked(trials, lambda k: S.laplace_llr(c[None] + f * (est.release(c, cal, rng, size=k) - c[None]),
                                                         fD, fP, cal_claim.scale))
 
-    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": float(np.abs(fD - fP).sum() / cal_claim.scale),
-            "noise_scale": cal_claim.scale}
+    own = float(np.abs(cD - cP).sum() / cal.scale) if twin == "bug_clip_after_mean" else float("nan")
+    return {"s_d": side(cD), "s_dp": side(cP), "delta": 0.0, "eps_pair": float(np.abs(fD - fP).sum() / cal_claim.scale),
+            "noise_scale": cal_claim.scale, "eps_pair_variant": own}
 
 
 @register(name="mean_gaussian", label="clipped mean, analytic Gaussian ℓ2 (estimation)", study="estimation",
-          pure=False,
+          pure=False, twins=("noise_x0.5", "bug_clip_after_mean"),
           notes="As mean_laplace with the analytic-Gaussian σ at the study's δ = 1e-5 (the classic σ is only "
-                "defined for ε < 1, so at ε ≥ 1 the study's analytic calibration is audited). Statistic: the "
-                "projection on f(D) − f(D′) (optimal for isotropic Gaussian noise).")
+                "defined for ε < 1, so at ε ≥ 1 the study's analytic calibration is audited); the same "
+                "out-of-domain pair and clip-after-averaging twin. Statistic: the projection on f(D) − f(D′) "
+                "(optimal for isotropic Gaussian noise).")
 def audit_mean_gaussian(config, epsilon, twin, trials, rng):
     from dpbench.methods import estimation as est
 
@@ -69,6 +89,7 @@ def audit_mean_gaussian(config, epsilon, twin, trials, rng):
     cal = est.calibrate("gaussian_analytic", l1, l2, epsilon, delta)
     Xd, Xp = _mean_pair(n, d, B)
     fD, fP = est.clipped_mean(Xd, B), est.clipped_mean(Xp, B)
+    cD, cP = _mean_centres(Xd, Xp, B, twin)
     f = factor(twin)
 
     def side(c):
@@ -76,13 +97,17 @@ def audit_mean_gaussian(config, epsilon, twin, trials, rng):
                                                          fD, fP, cal.scale))
 
     mu = float(np.linalg.norm(fD - fP) / cal.scale)
-    return {"s_d": side(fD), "s_dp": side(fP), "delta": delta, "eps_pair": S.gaussian_epsilon(mu, delta),
-            "noise_scale": cal.scale}
+    own = (S.gaussian_epsilon(float(np.linalg.norm(cD - cP) / cal.scale), delta) if twin == "bug_clip_after_mean"
+           else float("nan"))
+    return {"s_d": side(cD), "s_dp": side(cP), "delta": delta, "eps_pair": S.gaussian_epsilon(mu, delta),
+            "noise_scale": cal.scale, "eps_pair_variant": own}
 
 
 @register(name="ldp_mean", label="local-DP report, clip + Lap(2B/ε) (estimation)", study="estimation",
+          twins=("noise_x0.5", "bug_no_clip"),
           notes="One user's report (ε-LDP in that user's value): the study's ldp_vs_n clip bound at its largest "
-                "n; pair: values +B vs −B (the range 2B is attained).")
+                "n; pair: values +10B vs −10B, outside the declared range: clipped to ±B, where the range 2B is "
+                "attained. Bug twin: the value reported without clipping (ε 10× the claim on this pair).")
 def audit_ldp_mean(config, epsilon, twin, trials, rng):
     from dpbench.methods import estimation as est
     from dpbench.methods.estimation import ldp_clip
@@ -91,13 +116,20 @@ def audit_ldp_mean(config, epsilon, twin, trials, rng):
     B = ldp_clip(fc, int(max(fc["ns"])))
     scale = est.ldp_scale(B, epsilon)
     f = factor(twin)
-    fD, fP = np.array([B]), np.array([-B])
+    fD, fP = np.array([B]), np.array([-B])                       # the correct reports' centres
+    xD, xP = OUT_OF_DOMAIN * fD, OUT_OF_DOMAIN * fP              # the users' values
+    clip = twin != "bug_no_clip"
 
-    def side(c):
-        return chunked(trials, lambda k: S.laplace_llr(
-            c[None] + f * (est.ldp_release(c, B, epsilon, rng, size=k) - c[None]), fD, fP, scale))
+    def side(x):
+        def draw(k):
+            r = est.ldp_release(x, B, epsilon, rng, size=k, clip_values=clip)   # (k, 1): the implementation's
+            c = np.clip(x, -B, B) if clip else x                                # reports, noise scaled by f
+            return S.laplace_llr(c[None] + f * (r - c[None]), fD, fP, scale)
+        return chunked(trials, draw)
 
-    return {"s_d": side(fD), "s_dp": side(fP), "delta": 0.0, "eps_pair": 2 * B / scale, "noise_scale": scale}
+    own = float(2 * OUT_OF_DOMAIN * B / scale) if not clip else float("nan")
+    return {"s_d": side(xD), "s_dp": side(xP), "delta": 0.0, "eps_pair": 2 * B / scale, "noise_scale": scale,
+            "eps_pair_variant": own}
 
 
 # ---------------------------------------------------------------------------------------------------------

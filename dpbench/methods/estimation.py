@@ -145,9 +145,16 @@ def _data(X, name: str = "X", ndim: int = 2) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def clipped_mean(X, clip: float) -> np.ndarray:
-    """(1/n)·Σᵢ clip(xᵢ, −B, B) coordinate-wise, for X of shape (..., n, d) → (..., d)."""
+def clipped_mean(X, clip: float, *, order: str = "rows") -> np.ndarray:
+    """(1/n)·Σᵢ clip(xᵢ, −B, B) coordinate-wise, for X of shape (..., n, d) → (..., d).
+
+    ``order="mean_then_clip"`` is a deliberate implementation bug for the audit's twin (clip(mean(X)): a record
+    outside [−B, B] moves the mean by more than 2B/n, so the sensitivity and ε no longer hold); never a default."""
     B = V.positive("clip", clip)
+    if order == "mean_then_clip":
+        return np.clip(_data(X).mean(axis=-2), -B, B)
+    if order != "rows":
+        raise ValueError(f"order must be 'rows' (or the audit's bug 'mean_then_clip'), got {order!r}")
     return np.clip(_data(X), -B, B).mean(axis=-2)
 
 
@@ -264,17 +271,19 @@ def ldp_scale(clip: float, epsilon: float) -> float:
     return 2.0 * V.positive("clip", clip) / V.positive("epsilon", epsilon)
 
 
-def ldp_release(x, clip: float, epsilon: float, rng: np.random.Generator, size=None) -> np.ndarray:
+def ldp_release(x, clip: float, epsilon: float, rng: np.random.Generator, size=None, *, clip_values: bool = True
+                ) -> np.ndarray:
     """Each user's report clip(xᵢ, −B, B) + Lap(2B/ε): every report is ε-DP in that user's value alone.
 
     Clipping, not the notes' zeroing outside [−√log n, √log n], whose bias dominates the rate
-    (docs/studies/estimation.md#clipping-instead-of-zeroing)."""
+    (docs/studies/estimation.md#clipping-instead-of-zeroing). ``clip_values=False`` is a deliberate
+    implementation bug for the audit's twin (a value outside [−B, B] is reported as it is); never a default."""
     x = np.asarray(x, dtype=float)
     if not np.isfinite(x).all():
         raise ValueError("x must be finite (no NaN or inf)")
     b = ldp_scale(clip, epsilon)
     shape = (tuple(np.atleast_1d(size)) if size is not None else ()) + x.shape
-    return np.clip(x, -clip, clip) + rng.laplace(0.0, b, size=shape)
+    return (np.clip(x, -clip, clip) if clip_values else x) + rng.laplace(0.0, b, size=shape)
 
 
 def ldp_mean(x, clip: float, epsilon: float, rng: np.random.Generator, size=None) -> np.ndarray:

@@ -37,7 +37,10 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("scs13", "bug_passes_accounted", 4.0, 5_000),
           ("bst14", "noise_x0.001", 1.0, 100),
           ("loss_perturbation_tight", "noise_x0.2", 1.0, 600),   # the noise of the source's ×0.1 twin
-          ("dpsgd_softmax_tight", "noise_x0.5", 4.0, 200)]
+          ("dpsgd_softmax_tight", "noise_x0.5", 4.0, 200),
+          ("mean_laplace", "bug_clip_after_mean", 1.0, 20_000),     # implementation faults: the out-of-domain
+          ("mean_gaussian", "bug_clip_after_mean", 1.0, 20_000),    # record a correct implementation clips
+          ("ldp_mean", "bug_no_clip", 1.0, 20_000)]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +97,25 @@ def test_cells_are_reproducible_and_seeded_by_key(config):
     c = run_cell(config, "ldp_mean", 1.0, "correct", 1, 2_000)
     assert (a["tp"], a["fp"], a["eps_lower"]) == (b["tp"], b["fp"], b["eps_lower"])
     assert (a["tp"], a["fp"]) != (c["tp"], c["fp"])
-    assert variants("mean_laplace") == ("correct", "noise_x0.5", "bug_l2_sensitivity")
+    assert variants("mean_laplace") == ("correct", "noise_x0.5", "bug_l2_sensitivity", "bug_clip_after_mean")
+
+
+def test_clip_order_and_no_clip_hooks_change_only_out_of_domain_data():
+    """The implementation-fault twins are parameters of the real estimators: inside the domain the buggy clip
+    order and the unclipped report equal the correct ones; an out-of-domain record separates them."""
+    from dpbench.methods import estimation as est
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(50, 3))
+    np.testing.assert_allclose(est.clipped_mean(X, 1.0, order="mean_then_clip"), est.clipped_mean(X, 1.0))
+    X[0] = 100.0
+    assert not np.allclose(est.clipped_mean(X, 1.0, order="mean_then_clip"), est.clipped_mean(X, 1.0))
+    with pytest.raises(ValueError, match="order"):
+        est.clipped_mean(X, 1.0, order="other")
+    a = est.ldp_release(np.array([0.5]), 1.0, 1.0, np.random.default_rng(3))
+    b = est.ldp_release(np.array([0.5]), 1.0, 1.0, np.random.default_rng(3), clip_values=False)
+    np.testing.assert_array_equal(a, b)
+    assert est.ldp_release(np.array([10.0]), 1.0, 1.0, np.random.default_rng(3), clip_values=False)[0] > 5
 
 
 def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
@@ -106,7 +127,7 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
     cfg = copy.deepcopy(config)
     cfg["studies"]["audit"]["trials"] = 2_000
     df = A.run_series(cfg, "fig_audit", "ldp_mean", n_jobs=1)
-    assert set(df["variant"]) == {"correct", "noise_x0.5"} and len(df) == 4
+    assert set(df["variant"]) == {"correct", "noise_x0.5", "bug_no_clip"} and len(df) == 6
     checks = A.anchor_checks({"fig_audit": df})
     ok = checks.set_index("claim")["passed"]
     assert ok["no-fire/ldp_mean@ε=1"] and ok["no-fire/ldp_mean@ε=4"]   # correct: no PRIVACY BUG
