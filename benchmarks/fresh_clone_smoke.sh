@@ -6,7 +6,8 @@
 #
 # One virtual environment is reused (DPBENCH_VENV, default: this checkout's .venv, made by the README's
 # set-up command); each run puts its clone first on PYTHONPATH, so the clone's own dpbench code runs (checked
-# before each run), then `dpbench compare results` against the committed smoke reference, as CI does. Prints each
+# before each run), then, as CI does, `snakemake --report` (a second start-up: it verifies every result file) and
+# `dpbench compare results` against the committed smoke reference. Prints each
 # run's wall time and exit status; logs are kept in DPBENCH_LOGS (default: a
 # temporary folder, printed). Extra snakemake arguments: SMOKE_ARGS (default "--cores 2"). Exits 1 if any
 # run failed.
@@ -35,8 +36,12 @@ for i in $(seq 1 "$N"); do
         > "$logs/run$i.log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
-    if [ "$rc" -eq 0 ]; then   # as CI does: every point and claim against the committed smoke reference
-        (cd "$work/clone" && PYTHONPATH="$work/clone" "$venv/bin/dpbench" compare results) > "$logs/run$i.compare" 2>&1
+    if [ "$rc" -eq 0 ]; then   # as CI does: the report (a second workflow start-up, which verifies every result
+        # file and removes any that fails its digest), then every point and claim against the committed reference
+        # shellcheck disable=SC2086
+        (cd "$work/clone" && PYTHONPATH="$work/clone" "$venv/bin/snakemake" $args --configfile config/smoke.yaml \
+            --report report.html) >> "$logs/run$i.log" 2>&1 \
+        && (cd "$work/clone" && PYTHONPATH="$work/clone" "$venv/bin/dpbench" compare results) > "$logs/run$i.compare" 2>&1
         rc=$?
         echo "run $i: $(tail -1 "$logs/run$i.compare")"
     fi

@@ -136,7 +136,12 @@ def write_parquet(df: pd.DataFrame, path: str | Path, meta: dict) -> None:
     the digest of its rows (``content_sha256``), which :func:`altered_result` checks."""
     table = pa.Table.from_pandas(df, preserve_index=False)
     existing = table.schema.metadata or {}
-    meta = {**meta, DIGEST_KEY: content_digest(df)}
+    # the digest of the rows as a reader gets them back, not of ``df``: Parquet does not keep every pandas detail
+    # (a NaN in an object column of booleans reads back as None), and a digest of ``df`` would then fail on read
+    # and get a correct file removed as "altered" at the next workflow start-up
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    meta = {**meta, DIGEST_KEY: content_digest(pd.read_parquet(io.BytesIO(buf.getvalue())))}
     table = table.replace_schema_metadata({**existing, b"dpbench": json.dumps(meta, default=str).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf)
