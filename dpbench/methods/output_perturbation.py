@@ -31,7 +31,23 @@ F_S′(w) − F_S′(w′) ≥ (λ/2)‖w − w′‖². Adding them, the common
 **Δ = 4(ρ + λR)/(λn)** (Alg 6 line 2, Thm 4.7; :func:`sensitivity_alg6`) — valid, and at least 2× larger than
 the tight bound. Alg 5 (unconstrained, λ-strongly convex objective with a ρ-Lipschitz data loss) uses
 Δ = 4ρ/(λn) (:func:`sensitivity_alg5`). The default everywhere is the thesis' Δ (``sensitivity="thesis"``);
-``"tight"`` gives 2ρ/(λn) for both.
+``"lipschitz"`` gives 2ρ/(λn) for both.
+
+**The tight calibration** (``sensitivity="tight"``, the ``op_*_tight`` methods of the study). The step
+"≤ (2ρ/n)‖w − w′‖" above bounds two gradient norms separately. By the mean-value theorem along the segment
+from w to w′ (inside the ball, which is convex),
+ℓ(w′, z) − ℓ(w, z) − [ℓ(w′, z′) − ℓ(w, z′)] = ∫₀¹ ⟨∇ℓ(w_t, z) − ∇ℓ(w_t, z′), w′ − w⟩ dt ≤ G‖w′ − w‖ with
+**G = max_{‖v‖≤R, z, z′ in the domain} ‖∇ℓ(v, z) − ∇ℓ(v, z′)‖**, the largest gradient difference of two records
+at one feasible point; hence **‖w − w′‖ ≤ G/(λn)** (:func:`sensitivity_exact`). G ≤ 2ρ, and much smaller on the
+ball: for the logistic loss the margin ⟨v, yx⟩ is at most R, so one record's gradient −σ(−⟨v, yx⟩)yx cannot be
+long when it points against v (G = 1.099 at R = 1 against 2ρ = 2, against the thesis' 4(ρ + λR)); for the squared
+loss ∇ℓ = 2(⟨v, x⟩ − y)x (G = 5.196 at R = 1 against 2ρ = 8). :func:`gradient_difference_bound` computes G
+with a certificate: the gradient set at ‖v‖ = s is a body of revolution about v whose extreme points are
+reached on the unit circle of a plane through v (for a fixed component of x along v the gradient is affine in
+the other components and, for the squared loss, in y), so G is the largest distance between two points of the
+curves θ ↦ ∇ℓ(s·e₁, (cos θ, sin θ), y) over s ∈ [0, R]; it is evaluated on a grid and raised by the grid's
+Lipschitz margin, so the value returned is ≥ the true maximum (within 1–2 % of it). Without a ball (Alg 5) the
+margin is unbounded and G = 2ρ is attained in the limit, so "tight" is 2ρ/(λn) there.
 
 Noise (Thm 2.17, Eq. 2.2): κ with density ∝ exp(−ε‖κ‖/Δ), i.e. ‖κ‖ ~ Gamma(d, Δ/ε) in a uniform direction
 (:func:`dpbench.privacy.mechanisms.sample_l2_laplace` with β = ε/Δ); ε-DP because |‖κ‖ − ‖κ + w − w′‖| ≤ Δ.
@@ -44,6 +60,7 @@ squared loss is a trust-region subproblem solved by an eigen-decomposition and a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,9 +71,12 @@ from dpbench.methods.base import TRAINING, Method, Setting, linear_scores
 from dpbench.privacy.mechanisms import exponential_mechanism, sample_l2_laplace
 
 LOSSES = ("squared", "logistic")
+#: thesis: Alg 5/6's Δ | lipschitz: 2ρ/(λn) | tight: G/(λn), the largest gradient difference on the ball
+SENSITIVITY_FORMS = ("thesis", "lipschitz", "tight")
 
 __all__ = [
-    "LOSSES", "lipschitz", "curvature", "sensitivity_alg5", "sensitivity_alg6", "sensitivity_tight",
+    "LOSSES", "SENSITIVITY_FORMS", "lipschitz", "curvature", "sensitivity_alg5", "sensitivity_alg6",
+    "sensitivity_tight", "gradient_difference_bound", "sensitivity_exact",
     "op_sensitivity", "check_data", "ridge_ball", "erm_ball", "distinct_rows", "logistic_ball_many", "solve_erm", "mean_loss", "OPResult",
     "output_perturbation", "output_perturbation_strongly_convex", "data_independent_parameters",
     "oracle_lambda_grid", "oracle_output_perturbation", "tuning_lambda_grid", "utility_sensitivity",
@@ -118,14 +138,84 @@ def sensitivity_tight(rho: float, lam: float, n: int) -> float:
     return 2.0 * _pos("rho", rho) / (_pos("lam", lam) * _count(n))
 
 
+def _gradient_curve(loss: str, s: float, phi: np.ndarray) -> np.ndarray:
+    """The per-record gradients at v = s·e₁ for x = (cos φ, sin φ) as points of the plane (module docstring):
+    logistic, φ ∈ [0, 2π) (x stands for yx); squared, φ ∈ [0, 4π): y = −1 on the first turn, +1 on the second."""
+    c, sn = np.cos(phi), np.sin(phi)
+    if loss == "logistic":
+        sig = 0.5 * (1.0 - np.tanh(0.5 * s * c))          # σ(−s cos φ)
+        return np.stack([-sig * c, -sig * sn], axis=1)
+    y = np.where(phi < 2.0 * math.pi, -1.0, 1.0)
+    return np.stack([2.0 * (s * c - y) * c, 2.0 * (s * c - y) * sn], axis=1)
+
+
+def _row_max(P: np.ndarray, block: int = 1024) -> np.ndarray:
+    """Per row of P: its largest distance to any row of P (blocks of ``block`` rows: bounded memory)."""
+    sq = np.einsum("ij,ij->i", P, P)
+    out = np.empty(len(P))
+    for i in range(0, len(P), block):
+        d2 = sq[i:i + block, None] + sq[None, :] - 2.0 * (P[i:i + block] @ P.T)
+        out[i:i + block] = d2.max(axis=1)
+    return np.sqrt(np.maximum(out, 0.0))
+
+
+@functools.lru_cache(maxsize=64)
+def _gradient_difference_bound(loss: str, R: float, n_theta: int, n_s: int) -> float:
+    # Lipschitz constants of one gradient point in θ and in s (module docstring): logistic
+    # ‖∂g/∂θ‖ ≤ σ + sσ′ ≤ 1 + R/4, ‖∂g/∂s‖ ≤ 1/4; squared ‖∂g/∂θ‖ ≤ 2s + 2(s + 1), ‖∂g/∂s‖ ≤ 2. A distance moves by
+    # at most the sum of its two points' moves: every (s, θ₁, θ₂) is within h_θ/2 of grid angles (+ l_θ·h_θ) and
+    # h_s/2 of a grid s (+ l_s·h_s).
+    l_theta, l_s = (1.0 + R / 4.0, 0.25) if loss == "logistic" else (4.0 * R + 2.0, 2.0)
+    s_grid = np.linspace(0.0, R, n_s)
+    m0 = max(16, n_theta // 16)
+    turns = 1 if loss == "logistic" else 2           # the squared loss: one turn per label y = ±1
+    alive = {i: np.arange(turns * m0) for i in range(n_s)}          # per grid s: the angle cells that may hold a farthest pair
+    upper = np.full(n_s, np.inf)                             # per grid s: an upper bound over all angles
+    attained = 0.0                                           # a distance some pair reaches: a lower bound on G
+    m = m0
+    while True:
+        h = 2.0 * math.pi / m
+        for i in [i for i in reversed(range(n_s)) if upper[i] > attained]:   # large s first: a high bar early
+            P = _gradient_curve(loss, float(s_grid[i]), h * alive[i])
+            rows = _row_max(P)                               # per cell centre: its farthest live centre
+            attained = max(attained, float(rows.max()))
+            upper[i] = float(rows.max()) + l_theta * h
+            alive[i] = alive[i][rows + l_theta * h > attained]   # a cell whose bound is below a reached pair: out
+        if m >= n_theta:
+            break
+        m, alive = 2 * m, {i: np.concatenate([2 * a, 2 * a + 1]) for i, a in alive.items()}
+    return float(upper.max()) * (1.0 + 1e-12) + l_s * R / (n_s - 1) + 1e-12
+
+
+def gradient_difference_bound(loss: str, R: float | None, n_theta: int = 2048, n_s: int = 129) -> float:
+    """G: a certified upper bound (1–2 % above the true value at the default grid) on
+    max_{‖v‖≤R, z, z′} ‖∇ℓ(v, z) − ∇ℓ(v, z′)‖ for records ‖x‖ ≤ 1, |y| ≤ 1 (logistic: y = ±1); R = None → 2ρ
+    (module docstring, "The tight calibration"). Memoised per (loss, R, grid)."""
+    if R is None:
+        return 2.0 * lipschitz(loss, None)
+    if n_theta < 16 or n_s < 2:
+        raise ValueError(f"n_theta must be >= 16 and n_s >= 2, got {n_theta}, {n_s}")
+    return min(2.0 * lipschitz(loss, R), _gradient_difference_bound(_loss(loss), _pos("R", R), int(n_theta), int(n_s)))
+
+
+def sensitivity_exact(loss: str, lam: float, R: float | None, n: int) -> float:
+    """Δ = G/(λn), G = :func:`gradient_difference_bound`: the tight replace-one sensitivity of Alg 5/6's
+    minimiser (module docstring)."""
+    return gradient_difference_bound(loss, R) / (_pos("lam", lam) * _count(n))
+
+
 def op_sensitivity(loss: str, lam: float, R: float | None, n: int, form: str = "thesis") -> float:
     """The output-perturbation Δ for ``loss``: ``form="thesis"`` → Alg 6 (R given) or Alg 5 (R None, logistic
-    only); ``"tight"`` → 2ρ/(λn)."""
-    rho = lipschitz(loss, R)
+    only); ``"lipschitz"`` → 2ρ/(λn); ``"tight"`` → G/(λn) (:func:`sensitivity_exact`)."""
+    if form not in SENSITIVITY_FORMS:
+        raise ValueError(f"form must be one of {SENSITIVITY_FORMS}, got {form!r}")
     if form == "tight":
+        if _loss(loss) == "squared" and R is None:
+            lipschitz(loss, R)      # the squared loss needs the ball: the same error as the other forms
+        return sensitivity_exact(loss, lam, R, n)
+    rho = lipschitz(loss, R)
+    if form == "lipschitz":
         return sensitivity_tight(rho, lam, n)
-    if form != "thesis":
-        raise ValueError(f"form must be 'thesis' or 'tight', got {form!r}")
     return sensitivity_alg5(rho, lam, n) if R is None else sensitivity_alg6(rho, lam, R, n)
 
 
@@ -407,7 +497,8 @@ class OPResult:
 def output_perturbation(loss: str, X, y, lam: float, R: float, epsilon: float, rng: np.random.Generator,
                         sensitivity: str = "thesis", w_bar: np.ndarray | None = None) -> OPResult:
     """Alg 6 (OutputPerturbationConvex, thesis §4.2): w̄ = argmin_{‖w‖≤R} L_S + (λ/2)‖w‖², then
-    w̄ + κ with p(κ) ∝ exp(−ε‖κ‖/Δ), Δ = 4(ρ+λR)/(λn) (``sensitivity="thesis"``) or 2ρ/(λn) (``"tight"``).
+    w̄ + κ with p(κ) ∝ exp(−ε‖κ‖/Δ), Δ = 4(ρ+λR)/(λn) (``sensitivity="thesis"``), 2ρ/(λn) (``"lipschitz"``)
+    or G/(λn) (``"tight"``, module docstring).
     ε-DP for replace-one neighbours. ``w_bar`` (optional) reuses an already computed exact minimiser."""
     X, y = check_data(X, y, loss)
     lam, R, epsilon = _pos("lam", lam), _pos("R", R), _pos("epsilon", epsilon)

@@ -14,7 +14,7 @@ SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 
          "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000,
          "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000,
          "dpsgd_mlp": 200, "scs13": 5_000, "bst14": 200, "loss_perturbation_tight": 20,
-         "dpsgd_softmax_tight": 200}
+         "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000}
 
 # (method, twin, claimed ε, trials per side): each twin is caught (ε̂ > claimed ε) at this small size
 CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
@@ -38,6 +38,7 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("bst14", "noise_x0.001", 1.0, 100),
           ("loss_perturbation_tight", "noise_x0.2", 1.0, 600),   # the noise of the source's ×0.1 twin
           ("dpsgd_softmax_tight", "noise_x0.5", 4.0, 200),
+          ("output_perturbation_erm_tight", "noise_x0.5", 1.0, 3_000),   # 1.8ε on the pair (×0.9: 1.005ε, unseen)
           ("mean_laplace", "bug_clip_after_mean", 1.0, 20_000),     # implementation faults: the out-of-domain
           ("mean_gaussian", "bug_clip_after_mean", 1.0, 20_000),    # record a correct implementation clips
           ("ldp_mean", "bug_no_clip", 1.0, 20_000)]

@@ -47,7 +47,8 @@ def test_default_config_has_the_thesis_grids():
     assert f8["chunks"] == 25 and f8["repetitions"] == 100 and f8["epsilons"] == [0.5]
     assert f8["fractions"][0] == 0.1 and f8["fractions"][-1] == 1.0
     assert wu2016.series(cfg, "fig4_2") == ["ch4_fm", "ch4_op_tuned_r1", "ch4_op_tuned_r2", "ch4_op_data_independent",
-                                            "ch4_op_oracle", "ch4_non_private"]
+                                            "ch4_op_oracle", "ch4_non_private", "ch4_op_data_independent_tight",
+                                            "ch4_op_tuned_r1_tight", "ch4_op_tuned_r2_tight"]
     assert all(ch4.is_ch4(s) for f in ch4.FIGURE_NAMES for s in wu2016.series(cfg, f))
     assert set(ch4.FIGURE_NAMES) <= set(wu2016.FIGURES) and "fig4_4" not in wu2016.FIGURES
 
@@ -100,12 +101,24 @@ def test_run_series_rows_cache_plots_and_anchors(config, tmp_path):
     pd.testing.assert_frame_equal(again.drop(columns="runtime_s"),
                                   frames["fig4_2"][frames["fig4_2"].series == "ch4_fm"].reset_index(drop=True)
                                   .drop(columns="runtime_s"), check_dtype=False)
+    # the tight calibration (Δ = G/(λn), dashed): same parameters and model, less noise, rows say so
+    cal = d2.groupby("method")["calibration"].agg(set)
+    assert cal["op_data_independent_tight"] == {"tight"} and cal["op_data_independent"] == {"source"}
+    assert cal["fm"] == {"source"} and cal["op_tuned_r1_tight"] == {"tight"}
+    di = d2[d2.metric == "mse"].set_index(["method", "rep", "epsilon"])["value"]
+    src, tight = di.loc["op_data_independent"], di.loc["op_data_independent_tight"]
+    assert (d2[d2.method == "op_data_independent_tight"]["lambda"].to_numpy()
+            == d2[d2.method == "op_data_independent"]["lambda"].to_numpy()).all()
+    assert tight.loc[(slice(None), 0.2)].mean() < src.loc[(slice(None), 0.2)].mean()   # 3.6x less noise at ε = 0.2
+    d1 = frames["fig4_1"]
+    assert set(d1[d1.method == "op_data_independent_tight"]["calibration"]) == {"tight"}
     d8 = frames["fig4_8"]
     assert set(d8["x"]) == {0.2, 1.0} and set(d8["x_name"]) == {"fraction"}
     for name, df in frames.items():
         cap = wu2016.plot(config, name, df, tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 5000 and (tmp_path / f"{name}.txt").read_text() == cap
         assert "Fig. 4.4" in cap or name == "fig4_1"
+        assert ("Tight calibration (dashed" in cap) == (name in ("fig4_1", "fig4_2", "fig4_6"))
     assert "SUBSTITUTE DATA" in (tmp_path / "fig4_1.txt").read_text()
     assert "prior-only" in (tmp_path / "fig4_6.txt").read_text()
     checks = wu2016.anchor_checks(frames)

@@ -42,13 +42,33 @@ from dpbench.studies.wu2016.ch4_data import (STUDY, ch4_cfg, dataset_payload, lo
 log = logging.getLogger(__name__)
 
 PREFIX = "ch4_"
+#: ``<op method>_tight``: the same algorithm with the tight calibration Δ = G/(λn) of
+#: :func:`dpbench.methods.output_perturbation.sensitivity_exact` (rows: ``calibration = "tight"``)
+TIGHT = "_tight"
 METHODS = ("non_private", "op_oracle", "op_data_independent", "op_tuned_r1", "op_tuned_r2", "objp_tuned_r1",
-           "objp_tuned_r2", "fm")
-DIABETES_METHODS = ("non_private", "op_oracle", "op_data_independent", "fm")
+           "objp_tuned_r2", "fm", "op_data_independent_tight", "op_tuned_r1_tight", "op_tuned_r2_tight")
+DIABETES_METHODS = ("non_private", "op_oracle", "op_data_independent", "fm", "op_data_independent_tight")
 LABELS = {"non_private": "Non-Private", "op_oracle": "Oracle Output Pert. (not private)",
           "op_data_independent": "Data-Independent Output Pert.", "op_tuned_r1": "Tuned Output Pert. (R₁)",
           "op_tuned_r2": "Tuned Output Pert. (R₂)", "objp_tuned_r1": "Tuned Objective Pert. (R₁)",
-          "objp_tuned_r2": "Tuned Objective Pert. (R₂)", "fm": "Functional Mechanism"}
+          "objp_tuned_r2": "Tuned Objective Pert. (R₂)", "fm": "Functional Mechanism",
+          "op_data_independent_tight": "Data-Independent Output Pert. (tight calibration)",
+          "op_tuned_r1_tight": "Tuned Output Pert. (R₁, tight calibration)",
+          "op_tuned_r2_tight": "Tuned Output Pert. (R₂, tight calibration)"}
+
+
+def calibration(method: str) -> str:
+    """``"tight"`` for the ``*_tight`` methods (Δ = G/(λn)), else ``"source"`` (the thesis' Δ or the config's
+    ``ch4.op_sensitivity``)."""
+    return "tight" if method.endswith(TIGHT) else "source"
+
+
+def _base(method: str, ch: dict) -> tuple[str, dict]:
+    """(the algorithm behind ``method``, the choices it runs with): a ``*_tight`` method is its base method with
+    ``op_sensitivity = "tight"``."""
+    if method.endswith(TIGHT):
+        return method[:-len(TIGHT)], {**ch, "op_sensitivity": "tight"}
+    return method, ch
 FIGURE_NAMES = ("fig4_1", "fig4_2", "fig4_3", "fig4_5", "fig4_6", "fig4_7", "fig4_8")
 
 
@@ -119,6 +139,7 @@ def _tuned(loss, X, y, eps, rng, ch, which, rset, chunks=None, validation=None):
 
 def train_models(method: str, loss: str, X, y, eps, rng, ch) -> tuple[np.ndarray, dict]:
     """(E, d) released models of ``method`` for every ε in ``eps`` on (X, y), and the parameters used."""
+    method, ch = _base(method, ch)
     n, d = X.shape
     E = len(eps)
     if method == "non_private":
@@ -216,10 +237,10 @@ def fig48_unit(config: dict, method: str, rep: int, eps, fractions) -> dict:
     def compute():
         t0 = time.perf_counter()
         rng = generator(config["seed"], f"wu2016/ch4/{stream_key(payload)}")
-        ch = _choices(config)
+        base, ch = _base(method, _choices(config))
         w = load_warfarin(config)
         tr, te = split_indices(config, "warfarin/fig4_8", w.n, rep)
-        which, rset = method.split("_tuned_")
+        which, rset = base.split("_tuned_")
         m = len(ch["tuning"]["radius_sets"][rset]) * int(ch["tuning"]["lambda_count"])
         parts = op.make_chunks(len(tr), m, rng)
         val = tr[parts[-1]]
@@ -262,7 +283,8 @@ def run_series(config: dict, figure: str, series_name: str, n_jobs: int = 1) -> 
     seed = int(config["seed"])
     rows = []
     base = {"study": STUDY, "figure": figure, "series": series_name, "method": method, "method_label": LABELS[method],
-            "seed": seed, "delta": 0.0, "budget": float("nan")}  # every chapter-4 method is pure ε-DP (δ = 0)
+            "seed": seed, "delta": 0.0, "budget": float("nan"),  # every chapter-4 method is pure ε-DP (δ = 0)
+            "calibration": calibration(method)}
     if figure == "fig4_8":
         reps = int(fc["repetitions"])
         recs = _parallel(fig48_unit, [(config, method, r, eps, fc["fractions"]) for r in range(reps)], n_jobs,
