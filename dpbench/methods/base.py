@@ -220,6 +220,8 @@ class Method:
     version: ClassVar[int] = 1               # bump when a change alters results: dependent cells rerun
     settings_spec: ClassVar[tuple[Setting, ...]] = ()   # what :meth:`from_config` reads from the study config
     style: ClassVar[dict | None] = None      # matplotlib style of its series (None: :meth:`Registry.style`)
+    # "source": the sources' calibration made correct | "tight": the method's tight analysis (cells carry it)
+    calibration_kind: ClassVar[str] = "source"
     binary_only: ClassVar[bool] = False      # :meth:`train` needs two classes (binary linear models)
     #: the method's calibration assumes ‖x‖ ≤ 1 for every training row (False: it clips per example, or it is not
     #: private): :meth:`train` and :meth:`releases` refuse rows outside the unit ball instead of releasing a model
@@ -296,7 +298,12 @@ class Method:
         return {self.tuned: tuned} if self.tuned else {}
 
     def make_cell(self, problem: Problem, tuned, epsilon, delta, budget, rep) -> Cell:
+        """The cell of one point: the method's :meth:`cell_params`, and ``calibration`` when the method is not the
+        source's calibration (:attr:`calibration_kind`; its cells, rows and cache keys are then distinct)."""
         dep = self.depends_on
+        params = self.cell_params(problem, tuned, epsilon, delta)
+        if self.calibration_kind != "source":
+            params = {**params, "calibration": self.calibration_kind}
         if "epsilon" in dep:
             _v.positive("epsilon", epsilon)  # finite and > 0
         if "delta" in dep:
@@ -306,7 +313,7 @@ class Method:
         return Cell(
             method=self.name,
             problem=problem.key,
-            params=tuple(sorted(self.cell_params(problem, tuned, epsilon, delta).items())),
+            params=tuple(sorted(params.items())),
             epsilon=float(epsilon) if "epsilon" in dep else None,
             delta=float(delta) if "delta" in dep else None,
             budget=int(budget) if "budget" in dep else None,

@@ -238,7 +238,6 @@ class DPSGD(Method):
         return theta, {"noise_scale": cal.noise_multiplier, "epsilon_add_remove": cal.epsilon,
                        "delta_add_remove": cal.delta}
 
-    calibration_kind = "source"   # the sources' calibration made correct; DPSGDTight: the replace-one PLD
 
     def run_group(self, problem: Problem, cells: list[Cell], ctx: Context) -> list[dict]:
         c0 = cells[0]
@@ -269,6 +268,3 @@ class DPSGDTight(DPSGD):
     label = "DP-SGD (tight calibration)"
     style = dict(color="tab:purple", marker="v", linestyle="--")
     calibration_kind = "tight"
-
-    def cell_params(self, problem, tuned, epsilon, delta):
-        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}

@@ -286,7 +286,6 @@ class LossPerturbation(Method):
         Setting("float32", "lbfgs", default=True, type="boolean"),
     )
     style = dict(color="tab:blue", marker="o")
-    calibration_kind = "source"   # the sources' calibration made correct; LossPerturbationTight: the proved bound
 
     def cell_params(self, problem, tuned, epsilon, delta):
         rho = loss_perturbation_noise(epsilon, delta, problem.n_classes)[2]
@@ -369,7 +368,3 @@ class LossPerturbationTight(LossPerturbation):
             return "the tight calibration is for neighbouring: replace_one only"
         return None
 
-    def cell_params(self, problem, tuned, epsilon, delta):
-        loss_perturbation_noise(epsilon, delta, problem.n_classes, self.settings.get("neighbouring", "replace_one"),
-                                "tight")   # δ > 0 or add/remove: a clear error before any compute
-        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}

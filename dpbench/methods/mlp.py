@@ -226,6 +226,3 @@ class DPSGDMLPTight(DPSGDMLP):
     label = "DP-SGD (MLP, tight calibration)"
     style = {**DPSGDMLP.style, "linestyle": "--"}
     calibration_kind = "tight"
-
-    def cell_params(self, problem, tuned, epsilon, delta):
-        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}

@@ -180,11 +180,9 @@ class PredictionSensitivityTight(PredictionSensitivity):
     name = "prediction_sensitivity_tight"
     label = "prediction sensitivity (tight calibration)"
     style = dict(color="tab:green", marker="^", linestyle="--")
+    calibration_kind = "tight"
 
     def supports(self, epsilon, delta, budget):
         if delta == 0:
             return "δ = 0: the source's pure-ε composition is already tight (no tight variant)"
         return None
-
-    def cell_params(self, problem, tuned, epsilon, delta):
-        return {**super().cell_params(problem, tuned, epsilon, delta), "calibration": "tight"}
