@@ -31,6 +31,7 @@ def normalise_checks(checks: pd.DataFrame) -> pd.DataFrame:
         recs.append(r)
     out = pd.DataFrame(recs, columns=list(dict.fromkeys(V.COLUMNS + list(checks.columns))))
     out["reason"] = out["reason"].fillna("")
+    out["calibration"] = out["calibration"].fillna(SOURCE) if "calibration" in out else SOURCE
     out["passed"] = out["verdict"] == V.HOLDS
     return out
 
@@ -44,6 +45,49 @@ def mark_reduced(checks: pd.DataFrame, config: dict, study_name: str) -> pd.Data
     return checks.assign(reduced_grid=checks["figure"].map(red).astype(bool))
 
 
+#: ``calibration`` of a claim row: the figures as the sources calibrate them | with each method's tight
+#: calibration in place of its source calibration (:func:`tight_frames`; claim ids end in :data:`TIGHT_CLAIM`)
+SOURCE, TIGHT = "source", "tight"
+TIGHT_SUFFIX, TIGHT_CLAIM = "_tight", "@tight"
+
+
+def tight_frames(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The figures' rows with every tight-calibration series (``<series>_tight``) standing in for its source
+    series (renamed to it, the source rows dropped), and the figures where that happened: what a study's claims
+    say when each method is calibrated tightly (issue: privacy left on the table)."""
+    out, changed = {}, []
+    for fig, df in frames.items():
+        names = set(df["series"].astype(str))
+        swap = {s: s[:-len(TIGHT_SUFFIX)] for s in names if s.endswith(TIGHT_SUFFIX) and s[:-len(TIGHT_SUFFIX)] in names}
+        if not swap:
+            out[fig] = df
+            continue
+        changed.append(fig)
+        d = df[~df["series"].isin(set(swap.values()))].copy()
+        d["series"] = d["series"].replace(swap)
+        if "method" in d:
+            m = d["method"].astype(str)
+            d["method"] = m.where(~m.str.endswith(TIGHT_SUFFIX), m.str[:-len(TIGHT_SUFFIX)])
+        out[fig] = d
+    return out, changed
+
+
+def tight_checks(st, frames: dict[str, pd.DataFrame], checks: pd.DataFrame) -> pd.DataFrame:
+    """The study's claims re-evaluated under tight calibration (:func:`tight_frames`): the rows of the figures
+    that have a tight series whose measurement moved, claim ids suffixed ``@tight``, ``calibration = tight``."""
+    swapped, changed = tight_frames(frames)
+    if not changed:
+        return checks.iloc[:0]
+    t = normalise_checks(st.anchor_checks(swapped))
+    before = dict(zip(zip(checks["claim"], checks["statement"]), checks["measured"]))
+    keep = [any(f.strip() in changed for f in str(r.figure).split(","))
+            and before.get((r.claim, r.statement)) != r.measured for r in t.itertuples()]
+    t = t[keep].copy()
+    t["claim"] = t["claim"].astype(str) + TIGHT_CLAIM
+    t["calibration"] = TIGHT
+    return t
+
+
 def run_anchor_checks(config: dict, study_name: str, inputs: list[str], out_parquet: str | Path,
                       out_html: str | Path) -> pd.DataFrame:
     from dpbench.studies import study
@@ -51,7 +95,9 @@ def run_anchor_checks(config: dict, study_name: str, inputs: list[str], out_parq
     st = study(study_name)
     df = read_results(*inputs)
     frames = {f: g for f, g in df.groupby("figure")}
-    checks = mark_reduced(normalise_checks(st.anchor_checks(frames)), config, study_name)
+    checks = normalise_checks(st.anchor_checks(frames))
+    checks = mark_reduced(pd.concat([checks, tight_checks(st, frames, checks)], ignore_index=True),
+                          config, study_name)
     checks["dataset_variant"] = ", ".join(sorted(df["dataset_variant"].unique()))
     write_parquet(checks, out_parquet, provenance(config, study=study_name, kind="anchor_checks"))
     extra, lead = st.report_html(config, frames), st.report_lead_html(config, frames)
@@ -68,8 +114,12 @@ def verdict_text(r) -> str:
 
 def summary_line(checks: pd.DataFrame) -> str:
     """'N checks: a hold, b do not hold, c undecided' (+ the reduced-grid mark when any row is reduced)."""
+    n_tight = len(checks) - len(source_claims(checks))
+    checks = source_claims(checks)
     c = V.counts(checks)
     s = (f"{len(checks)} checks: {c[V.HOLDS]} hold, {c[V.FAILS]} do not hold, {c[V.UNDECIDED]} undecided")
+    if n_tight:
+        s += f" (and {n_tight} re-evaluated under tight calibration)"
     if "reduced_grid" in checks and checks["reduced_grid"].astype(bool).any():
         s += f" — {int(checks['reduced_grid'].astype(bool).sum())} on a {V.REDUCED_LABEL}"
     return s
@@ -192,7 +242,7 @@ def write_gallery(config: dict, study_name: str, pngs: list[str], anchors_parque
 # -- the claims page: every checked claim of every study in one table (the report's landing page) ---------------
 
 CLAIM_COLUMNS = ["study", "source", "figure", "claim", "statement", "measured", "verdict", "reason",
-                 "dataset_variant", "reduced_grid"]
+                 "dataset_variant", "reduced_grid", "calibration"]
 
 
 def claims_frame(anchor_parquets: list[str | Path]) -> pd.DataFrame:
@@ -213,10 +263,17 @@ def claims_frame(anchor_parquets: list[str | Path]) -> pd.DataFrame:
     return out[CLAIM_COLUMNS]
 
 
+def source_claims(claims: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the sources' claims as calibrated by them (not the ``@tight`` re-evaluations)."""
+    return claims[claims["calibration"] != TIGHT] if "calibration" in claims else claims
+
+
 def claims_counts(claims: pd.DataFrame) -> pd.DataFrame:
     """Per study (in order of appearance): ``n`` checks, how many ``hold``, ``fail``, are ``undecided``, and
-    ``reduced`` (rows computed on a reduced grid)."""
+    ``reduced`` (rows computed on a reduced grid) — the sources' claims as calibrated by them (the re-evaluations
+    under tight calibration are not claims of the sources and are not counted)."""
     rows = []
+    claims = source_claims(claims)
     for st, g in claims.groupby("study", sort=False):
         c = V.counts(g)
         rows.append({"study": st, "source": g["source"].iloc[0], "n": len(g), "hold": c[V.HOLDS],
@@ -238,6 +295,8 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
     href of a figure (None: no link); ``fragment``: no ``<html>`` wrapper (for the report's landing page)."""
     counts = claims_counts(claims)
     any_reduced = bool(claims["reduced_grid"].any()) if len(claims) else False
+    tight = claims[claims["calibration"] == TIGHT] if "calibration" in claims else claims.iloc[:0]
+    claims = source_claims(claims)
     total = V.counts(claims)  # zeros for no claims (claims_frame keeps the columns)
     esc = html.escape
 
@@ -271,6 +330,25 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
         for r in claims.itertuples())
     table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
              f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
+    if len(tight):   # the row group "under tight calibration": each claim beside its verdict as the source calibrates
+        was = {(r.study, r.claim): r for r in claims.itertuples()}
+        trows = "".join(
+            f"<tr style='vertical-align:top'><td>{esc(r.source)}</td><td>{a(r.study, r.figure, r.figure)}</td>"
+            f"<td>{esc(r.claim)}</td><td {wrap}>{esc(r.statement)}</td><td {wrap}>{esc(r.measured)}</td>"
+            f"<td style='color:{COLOURS.get(old.verdict, 'black') if old else 'black'}'>"
+            f"{esc(verdict_text(old)) if old else ''}</td>"
+            f"<td style='color:{COLOURS.get(r.verdict, 'black')};font-weight:bold'>{esc(verdict_text(r))}"
+            f"{' (changed)' if old is not None and old.verdict != r.verdict else ''}</td></tr>"
+            for r in tight.itertuples() for old in [was.get((r.study, r.claim[:-len(TIGHT_CLAIM)]))])
+        n_changed = sum(1 for r in tight.itertuples()
+                        if (o := was.get((r.study, r.claim[:-len(TIGHT_CLAIM)]))) is not None and o.verdict != r.verdict)
+        table += (f"<p><b>Under tight calibration</b> — the claims whose measurement moves when every method with a "
+                  f"tight calibration (series <code>*_tight</code>, dashed in the figures) stands in for its source "
+                  f"calibration: {len(tight)} re-evaluated, {n_changed} verdicts change. Not claims of the sources; "
+                  "not counted above.</p>"
+                  f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
+                  f"<th>measured (tight)</th><th>verdict (source calibration)</th><th>verdict (tight)</th></tr>"
+                  f"{trows}</table>")
     if fragment:  # the report's landing page centres its content: keep it a screen high, the table scrolls inside
         return (f"<div style='font-family:sans-serif;width:calc(100vw - 340px);max-width:1500px'>{head}{summary}"
                 "<p><b>Every claim</b> (scroll inside the table; a figure's name opens it):</p>"
@@ -301,9 +379,9 @@ def write_claims(config: dict, anchor_parquets: list[str], out_parquet, out_html
     if out_metadata is not None:
         import yaml
 
-        c = V.counts(claims)
+        c = V.counts(source_claims(claims))
         # numbers only: Snakemake 9 renders a string value's every docutils part (whole, encoding, ...)
-        meta = {"claims checked": len(claims), "hold": c[V.HOLDS], "do not hold": c[V.FAILS],
+        meta = {"claims checked": len(source_claims(claims)), "hold": c[V.HOLDS], "do not hold": c[V.FAILS],
                 "undecided": c[V.UNDECIDED]}
         atomic_write_bytes(Path(out_metadata), yaml.safe_dump(meta, sort_keys=False).encode())
     return claims

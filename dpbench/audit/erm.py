@@ -5,6 +5,7 @@ perturbation (Chaudhuri et al. 2011, Alg. 2) and the functional mechanism (Zhang
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -101,7 +102,13 @@ def _lp_pair_loss(theta, beta, rho):
 def lp_pair_epsilon(beta: float, rho: float, C: int, seed: int = 0) -> float:
     """The largest privacy loss over outputs θ of loss perturbation (noise rate β, regulariser ρ) on the audited
     pair (:func:`_lp_pair_loss`; the loss is odd in the pair, so this is the pair's ε), by L-BFGS-B from random
-    starts at several scales and from saturating starts (θ_k = M, θ_j = −M): a numerical maximum."""
+    starts at several scales and from saturating starts (θ_k = M, θ_j = −M): a numerical maximum. Memoised per
+    (β, ρ, C, seed): every twin's cell of one ε asks for the correct calibration's value again."""
+    return _lp_pair_epsilon(float(beta), float(rho), int(C), int(seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _lp_pair_epsilon(beta: float, rho: float, C: int, seed: int) -> float:
     from scipy.optimize import minimize
 
     r = np.random.default_rng(seed)

@@ -62,3 +62,53 @@ def test_claims_of_every_study_in_one_table_with_counts_and_links(tmp_path):
 def test_no_claims_is_an_empty_table_not_an_error():
     empty = claims_frame([])
     assert len(empty) == 0 and "0 claims" in claims_html(empty)
+
+
+def test_tight_frames_swap_each_tight_series_for_its_source_series():
+    from dpbench.report import tight_frames
+
+    df = pd.DataFrame({"series": ["lp", "lp_tight", "np", "other_tight"], "method": ["lp", "lp_tight", "np", "x"],
+                       "value": [0.1, 0.5, 0.9, 0.3]})
+    out, changed = tight_frames({"f1": df, "f2": df[df.series == "np"]})
+    assert changed == ["f1"]
+    f1 = out["f1"].set_index("series")["value"]
+    assert f1["lp"] == 0.5 and f1["np"] == 0.9 and "lp_tight" not in f1
+    assert f1["other_tight"] == 0.3          # a tight series without its source series stays as it is
+    assert set(out["f1"]["method"]) == {"lp", "np", "x"} and out["f2"] is not None
+
+
+def test_claims_under_tight_calibration_are_a_row_group_not_counted(tmp_path, monkeypatch):
+    """A study's claim re-evaluated with the tight series in place of the source series: a row ``<id>@tight``
+    with ``calibration = tight`` when its measurement moves; the page shows both verdicts; the counts (and the
+    report metadata) are the sources' claims only."""
+    from types import SimpleNamespace
+
+    from dpbench.report import run_anchor_checks
+
+    def anchor_checks(frames):
+        f = frames["fig1"]
+        m = f.groupby("series")["value"].mean()
+        return pd.DataFrame([
+            V.row("vdm2020", "c1", "fig1", "lp beats np", f"lp {m['lp']:.2f} vs np {m['np']:.2f}", m["lp"] - m["np"],
+                  bool(m["lp"] > m["np"])),
+            V.row("vdm2020", "c2", "fig1", "np is above 0.5", f"np {m['np']:.2f}", m["np"], bool(m["np"] > 0.5))])
+
+    st = SimpleNamespace(anchor_checks=anchor_checks, report_html=lambda c, f: "", report_lead_html=lambda c, f: "")
+    monkeypatch.setattr("dpbench.studies.study", lambda name: st)
+    monkeypatch.setattr("dpbench.report.mark_reduced", lambda checks, config, name: checks.assign(reduced_grid=False))
+    rows = pd.DataFrame({"figure": "fig1", "series": ["lp", "lp_tight", "np"], "value": [0.4, 0.8, 0.6],
+                         "dataset_variant": "d"})
+    res = tmp_path / "fig1.parquet"
+    write_parquet(rows, res, {})
+    checks = run_anchor_checks({}, "vdm2020", [str(res)], tmp_path / "anchors.parquet", tmp_path / "anchors.html")
+    assert list(checks["claim"]) == ["c1", "c2", "c1@tight"]          # c2 does not move: no tight row
+    assert list(checks["calibration"]) == ["source", "source", "tight"]
+    assert list(checks["verdict"]) == [V.FAILS, V.HOLDS, V.HOLDS]
+    assert "2 checks: 1 hold, 1 do not hold" in (tmp_path / "anchors.html").read_text()
+    config = copy.deepcopy({**TINY, "figures_dir": str(tmp_path / "figures"), "results_dir": str(tmp_path)})
+    paths = [tmp_path / "claims.parquet", tmp_path / "claims.html", tmp_path / "front.html", tmp_path / "m.yaml"]
+    claims = write_claims(config, [tmp_path / "anchors.parquet"], *paths)
+    assert claims_counts(claims).set_index("study").loc["vdm2020", "n"] == 2
+    assert yaml.safe_load((tmp_path / "m.yaml").read_text())["claims checked"] == 2
+    page = (tmp_path / "claims.html").read_text()
+    assert "Under tight calibration" in page and "1 re-evaluated, 1 verdicts change" in page and "c1@tight" in page
