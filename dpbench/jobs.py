@@ -31,6 +31,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "figure": ("job_figure", ("study", "figure", "out", "log", "*inputs")),
     "anchors": ("job_anchors", ("study", "out_parquet", "out_html", "log", "*inputs")),
     "gallery": ("job_gallery", ("study", "anchors", "out_html", "log", "*pngs")),
+    "tight_gain": ("job_tight_gain", ("study", "out_png", "out_csv", "log", "*inputs")),
     "privacy_table": ("job_privacy_table", ("out_html", "log")),
     "claims": ("job_claims", ("out_parquet", "out_html", "out_fragment", "out_metadata", "log", "*anchors")),
 }

@@ -139,11 +139,13 @@ def dag(config: dict) -> list[Job]:
         jobs.append(Job(f"{st}/anchors", costs.PLOT_CPU_S, 1, tuple(figs), anchors))
         jobs.append(Job(f"{st}/gallery", costs.PLOT_CPU_S, 1, (f"{st}/anchors",) + tuple(figs),
                         f"{fig_dir}/{st}/index.html"))
+        if W.tight_gain_figures(config, st):   # reads the series files of its figures (here: after the figures)
+            jobs.append(Job(f"{st}/tight_gain", costs.PLOT_CPU_S, 1, tuple(figs), f"{fig_dir}/{st}/tight_gain.png"))
     jobs.append(Job("privacy_table", costs.PLOT_CPU_S, 1, (), f"{fig_dir}/privacy_as_labelled.html"))
     jobs.append(Job("claims", costs.PLOT_CPU_S, 1, tuple(f"{st}/anchors" for st in figs_of), f"{res}/claims.parquet"))
     # Snakemake's target rule (a local rule: no work, counted in its job total)
     jobs.append(Job("all", 0.0, 1, tuple(j.name for j in jobs if j.name == "claims" or j.name == "privacy_table"
-                                         or j.name.endswith("/gallery"))))
+                                         or j.name.endswith(("/gallery", "/tight_gain")))))
     return jobs
 
 

@@ -78,6 +78,18 @@ def study_series_files(config: dict, study: str) -> list[str]:
     return [p for s, f in figures(config) if s == study for p in series_files(config, s, f)]
 
 
+def tight_gain_figures(config: dict, study: str) -> list[str]:
+    """The enabled figures of ``study`` that draw a tight-calibration series beside its source series."""
+    from dpbench.tight_gain import tight_pairs
+
+    return [f for s, f in figures(config) if s == study and tight_pairs(series_names(config, s, f))]
+
+
+def tight_gain_inputs(config: dict, study: str) -> list[str]:
+    """The result files of the figures :func:`tight_gain_figures` (the inputs of ``tight_gain.png``)."""
+    return [p for f in tight_gain_figures(config, study) for p in series_files(config, study, f)]
+
+
 def all_targets(config: dict) -> list[str]:
     """Targets of ``rule all``: every figure, the anchor table of every study with a figure enabled, the claims
     table, and every result Parquet. The Parquet
@@ -87,6 +99,8 @@ def all_targets(config: dict) -> list[str]:
     out += [f"{config['figures_dir']}/{s}/anchors.html" for s in sorted({s for s, _ in figures(config)})]
     out += claims_inputs(config)   # the anchor tables: a deleted or damaged one is rebuilt, not left missing
     out += [f"{config['figures_dir']}/{s}/index.html" for s in sorted({s for s, _ in figures(config)})]
+    out += [f"{config['figures_dir']}/{s}/tight_gain.png" for s in sorted({s for s, _ in figures(config)})
+            if tight_gain_figures(config, s)]
     out += [p for s, f in figures(config) for p in series_files(config, s, f)]
     out.append(f"{config['figures_dir']}/privacy_as_labelled.html")
     if figures(config):
@@ -368,6 +382,13 @@ def job_gallery(config: dict, study: str, pngs: list[str], anchors: str, out_htm
         write_gallery(config, study, pngs, anchors, out_html)
 
 
+def job_tight_gain(config: dict, study: str, out_png: str, out_csv: str, log: str, inputs: list[str]) -> None:
+    from dpbench.tight_gain import run
+
+    with log_to(log):
+        run(inputs, study, out_png, out_csv)
+
+
 def job_claims(config: dict, anchors: list[str], out_parquet: str, out_html: str, out_fragment: str,
                out_metadata: str, log: str) -> None:
     from dpbench.report import write_claims
@@ -503,7 +524,8 @@ def shard_threads(config: dict, study: str, figure: str, series: str, shard: str
 
 #: Resources of the light jobs (data preparation, plots, anchor checks, the privacy table).
 LIGHT = {"dataset": {"mem_mb": 4000, "runtime": 60}, "figure_data": {"mem_mb": 8000, "runtime": 120}, "figure": {"mem_mb": 2000, "runtime": 15},
-         "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10},
+         "anchors": {"mem_mb": 2000, "runtime": 15}, "gallery": {"mem_mb": 1000, "runtime": 10},
+         "tight_gain": {"mem_mb": 1000, "runtime": 10}, "privacy_table": {"mem_mb": 1000, "runtime": 10},
          "claims": {"mem_mb": 1000, "runtime": 10}}
 
 

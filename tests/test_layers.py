@@ -15,7 +15,8 @@ LAYERS = [
     {"data"}, {"privacy"}, {"learn"}, {"methods"}, {"attacks"}, {"audit"},
     {"plot"},                                                                  # drawing helpers
     {"studies"},
-    {"runner", "shards", "costs", "plan", "progress", "figures", "report", "reference", "workflow", "jobs", "plugincheck"},  # orchestration
+    {"runner", "shards", "costs", "plan", "progress", "figures", "report", "tight_gain", "reference", "workflow", "jobs",
+     "plugincheck"},  # orchestration
     {"cli"},
 ]
 

@@ -37,6 +37,24 @@ rule gallery:
                     "{input.png:q}")
 
 
+# What each tight calibration gains: one figure per study with a tight-calibration series (dashed) in a figure.
+rule tight_gain:
+    "Accuracy gained by tight calibration: tight − source per figure, metric and point, with its 95 % interval."
+    input:
+        lambda w: W.tight_gain_inputs(CONFIG, w.study),
+    output:
+        png=report(f"{FIG}/{{study}}/tight_gain.png", caption="../report/tight_gain.rst", category="{study}",
+                   subcategory="tight calibration", labels={"figure": "accuracy gained by tight calibration"}),
+        csv=f"{FIG}/{{study}}/tight_gain.csv",
+    resources:
+        **W.light_resources(CONFIG, "tight_gain"),
+    log:
+        f"{RES}/logs/{{study}}/tight_gain.log",
+    shell:
+        W.job_shell(JOB_CONFIG, "tight_gain", "{wildcards.study}", "{output.png:q}", "{output.csv:q}", "{log:q}",
+                    "{input:q}")
+
+
 # What the ε of every method means (neighbouring relation, what it covers, the sources' options): one page.
 rule privacy_table:
     "What the epsilon of every method means: neighbouring relation, what it covers, the sources' options (one page)."
