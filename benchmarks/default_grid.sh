@@ -4,6 +4,7 @@
 #   benchmarks/default_grid.sh            # GRID_DIR=~/dpbench-grid, the committed HEAD, --cores 1 per figure
 #   GRID_DIR=/big/disk CORES=2 REV=abc123 benchmarks/default_grid.sh
 #   STUDIES="estimation membership" benchmarks/default_grid.sh     # only these studies (no claims page)
+#   STUDIES=vdm2020 FIRST="fig7a fig7b" benchmarks/default_grid.sh  # these vdm2020 figures first
 #   EXTRA_CONFIG=config/smoke.yaml GRID_DIR=/tmp/g benchmarks/default_grid.sh   # another grid (a check of this
 #                                                                  # script; its reference is then not "default")
 #
@@ -62,8 +63,11 @@ for study in $STUDIES; do
     targets+=("$R/$study/anchors.parquet")
 done
 if [[ " $STUDIES " == *" vdm2020 "* ]]; then
+    # FIRST="fig7a fig7b": these vdm2020 figures before the others (e.g. to finish cheap figures before a session
+    # ends while an expensive one is still partial; the cache makes any order give the same numbers)
+    for f in ${FIRST:-}; do targets+=("$F/vdm2020/$f.png"); done
     for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${DP_EXTRA[@]}" | awk -F"\t" 'index($1, "vdm2020/") == 1 {print $1}'); do
-        targets+=("$F/$f.png")
+        [[ " ${FIRST:-} " == *" ${f#vdm2020/} "* ]] || targets+=("$F/$f.png")
     done
     targets+=("$R/vdm2020/anchors.parquet" "$R/claims.parquet")
 fi
