@@ -250,7 +250,7 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
             "metric": "test_accuracy", "value": rec["accuracy"], "noise_kind": rec.get("noise_kind", ""),
             "noise_scale": rec.get("noise_scale", np.nan), "composition": rec.get("composition", "none"),
             "accountant": rec.get("accountant", "exact"),
-            "calibration": rec.get("calibration", "source"),   # "tight": the method's tight analysis (dpsgd_tight)
+            "calibration": method.calibration_kind,   # "tight": the method's tight analysis (Method.calibration_kind)
             "epsilon_achieved": rec.get("epsilon_achieved", p.epsilon if method.kind != "baseline" else np.inf),
             "sampling": rec.get("sampling", ""), "runtime_s": rec.get("runtime_s", np.nan),
             "neighbouring": dict(cell.params).get("neighbouring", st.neighbouring),

@@ -24,6 +24,9 @@ __all__ = [
     "per_query_gaussian_multiplier",
     "per_query_pure_epsilon",
     "pure_composition_epsilon",
+    "optimal_pure_composition_delta",
+    "optimal_pure_composition_epsilon",
+    "optimal_pure_step_epsilon",
     "vote_exponential_mechanism_beta",
     "vote_exponential_mechanism_epsilon",
 ]
@@ -160,6 +163,76 @@ def pure_composition_epsilon(epsilon_step, k: int, delta: float) -> float:
     if delta == 0:
         return basic
     return min(basic, k * epsilon_step ** 2 / 2 + math.sqrt(2 * k * math.log(1 / delta)) * epsilon_step)
+
+
+def optimal_pure_composition_delta(epsilon_step: float, k: int, epsilon: float) -> float:
+    """The exact δ(ε) of k adaptively composed ε*-DP mechanisms — the optimal composition theorem (Kairouz, Oh &
+    Viswanath 2015, Thm 3.3): every ε*-DP mechanism is a post-processing of randomised response with
+    p = e^{ε*}/(1 + e^{ε*}), so k of them are dominated by k randomised responses, whose privacy loss is
+    ε*(2J − k) with J ~ Binomial(k, p) on one dataset. Hence
+    δ(ε) = Σ_j P(J = j)·[1 − e^{ε − ε*(2j − k)}]₊ (the hockey-stick divergence), exactly."""
+    from scipy.special import expit
+    from scipy.stats import binom
+
+    epsilon_step = V.nonnegative("epsilon_step", epsilon_step)
+    k = V.count("k", k)
+    epsilon = V.nonnegative("epsilon", epsilon)
+    j = np.arange(k + 1)
+    loss = epsilon_step * (2 * j - k)
+    on = loss > epsilon
+    if not on.any():
+        return 0.0
+    logp = binom.logpmf(j[on], k, float(expit(epsilon_step)))
+    return float(max(0.0, np.sum(np.exp(logp) - np.exp(logp + epsilon - loss[on]))))
+
+
+@functools.lru_cache(maxsize=1024)
+def optimal_pure_composition_epsilon(epsilon_step: float, k: int, delta: float) -> float:
+    """The least ε with :func:`optimal_pure_composition_delta` ≤ δ (bisection to 1e-12 relative, rounded up):
+    the exact total ε of k composed ε*-DP mechanisms at δ; kε* at δ = 0."""
+    epsilon_step = V.nonnegative("epsilon_step", epsilon_step)
+    k = V.count("k", k)
+    delta = V.delta_halfopen("delta", delta)
+    hi = k * epsilon_step
+    if delta == 0 or hi == 0:
+        return hi
+    if optimal_pure_composition_delta(epsilon_step, k, 0.0) <= delta:
+        return 0.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if optimal_pure_composition_delta(epsilon_step, k, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
+
+
+@functools.lru_cache(maxsize=1024)
+def optimal_pure_step_epsilon(epsilon: float, k: int, delta: float) -> float:
+    """The largest per-mechanism ε* whose k-fold composition is (ε, δ)-DP by the optimal composition theorem
+    (:func:`optimal_pure_composition_epsilon` ≤ ε; bisection, rounded down): ε/k at δ = 0, larger for δ > 0 —
+    never below ε/k nor below the advanced-composition step (both are valid, so the optimum is at least each)."""
+    epsilon = V.positive("epsilon", epsilon)
+    k = V.count("k", k)
+    delta = V.delta_halfopen("delta", delta)
+    lo = epsilon / k
+    if delta == 0:
+        return lo
+    hi = epsilon
+    if optimal_pure_composition_epsilon(hi, k, delta) <= epsilon:
+        return hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if optimal_pure_composition_epsilon(mid, k, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return lo
 
 
 VOTE_BETA_RULES = ("standard", "paper")

@@ -17,7 +17,8 @@ STYLE = {"non_private": dict(color="black", linestyle="--", marker=None),
          "bolt_on": dict(color="tab:red", marker="D"), "scs13": dict(color="tab:green", marker="^"),
          "bst14": dict(color="tab:olive", marker="<"), "output_perturbation_erm": dict(color="tab:brown", marker=">"),
          "objective_perturbation": dict(color="tab:cyan", marker="P"),
-         "functional_mechanism": dict(color="tab:pink", marker="X")}
+         "functional_mechanism": dict(color="tab:pink", marker="X"),
+         "output_perturbation_erm_tight": dict(color="tab:brown", marker=">", linestyle="--")}
 
 
 def style_of(method: str) -> dict:

@@ -43,7 +43,7 @@ def plan(cfg: dict, figure_name: str, series_name: str) -> list[tuple[str, str, 
 def _rows(config, figure_name, d, m, e, r, rec, kinds) -> list[dict]:
     cfg = config["studies"][STUDY]
     base = {"study": STUDY, "figure": figure_name, "series": m if figure_name.startswith("fig_attack_") else d,
-            "method": m, "method_label": mc.label_of(m), "dataset": d, "dataset_variant": rec["variant"],
+            "method": m, "method_label": mc.label_of(m), "calibration": mc.calibration_of(m), "dataset": d, "dataset_variant": rec["variant"],
             "is_substitute": rec["is_substitute"],
             **dict(zip(("preprocessing", "preprocessing_data_dependent"), mc.preprocessing_label(config, d))),
             "x_name": figure(figure_name).x_name, "epsilon": e, "budget": np.nan,
@@ -120,7 +120,7 @@ def _canary_rows(config: dict, figure_name: str, p) -> list[dict]:
             continue
         rec = cells_mod.canary(config, d, m, e)
         base = {"study": STUDY, "figure": figure_name, "series": m if figure_name.startswith("fig_attack_") else d,
-                "method": m, "method_label": mc.label_of(m), "dataset": d, "dataset_variant": rec["variant"],
+                "method": m, "method_label": mc.label_of(m), "calibration": mc.calibration_of(m), "dataset": d, "dataset_variant": rec["variant"],
                 "is_substitute": rec["is_substitute"],
                 **dict(zip(("preprocessing", "preprocessing_data_dependent"), mc.preprocessing_label(config, d))),
                 "x_name": figure(figure_name).x_name, "epsilon": e, "budget": np.nan,

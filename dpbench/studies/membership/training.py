@@ -38,15 +38,17 @@ DATA_VERSION = "v1"
 DATASETS = ("mnist", "covertype", "diabetes")
 DATASET_LABELS = {"mnist": "MNIST", "covertype": "Covertype", "diabetes": "diabetes (Pima)"}
 METHODS = ("non_private", "output_perturbation", "loss_perturbation", "dpsgd", "bolt_on", "scs13", "bst14",
-           "output_perturbation_erm", "objective_perturbation", "functional_mechanism")
-BINARY_ONLY = ("output_perturbation_erm", "objective_perturbation", "functional_mechanism")
+           "output_perturbation_erm", "objective_perturbation", "functional_mechanism", "output_perturbation_erm_tight")
+BINARY_ONLY = ("output_perturbation_erm", "objective_perturbation", "functional_mechanism",
+               "output_perturbation_erm_tight")
 APPROX = ("dpsgd", "bst14")  # (ε, δ)-DP methods; the others are pure ε-DP (δ = 0)
 LABELS = {"non_private": "non-private (L-BFGS softmax)", "output_perturbation": "output perturbation (vdm2020)",
           "loss_perturbation": "loss/objective perturbation (vdm2020)", "dpsgd": "DP-SGD",
           "bolt_on": "bolt-on PSGD (wu2016)", "scs13": "SCS13 noisy SGD", "bst14": "BST14 noisy SGD",
           "output_perturbation_erm": "output perturbation, ERM on ball (wu2016 ch. 4)",
           "objective_perturbation": "objective perturbation (CMS11)",
-          "functional_mechanism": "functional mechanism"}
+          "functional_mechanism": "functional mechanism",
+          "output_perturbation_erm_tight": "output perturbation, ERM on ball (wu2016 ch. 4, tight calibration)"}
 ROC_GRID = np.logspace(-4, 0, 41)
 
 
@@ -154,6 +156,13 @@ def plugin_methods() -> list[str]:
             if any("train" in vars(c) for c in cls.__mro__ if c not in (Method, object)):
                 out.append(name)
     return out
+
+
+def calibration_of(method: str) -> str:
+    """``"tight"`` for a method's tight calibration (its Method's ``calibration_kind``), else ``"source"``."""
+    from dpbench.methods import training_method
+
+    return training_method(METHOD_CLASS.get(method, method)).calibration_kind
 
 
 def label_of(method: str) -> str:
