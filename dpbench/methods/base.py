@@ -301,15 +301,15 @@ class Method:
         """The cell of one point: the method's :meth:`cell_params`, and ``calibration`` when the method is not the
         source's calibration (:attr:`calibration_kind`; its cells, rows and cache keys are then distinct)."""
         dep = self.depends_on
-        params = self.cell_params(problem, tuned, epsilon, delta)
-        if self.calibration_kind != "source":
-            params = {**params, "calibration": self.calibration_kind}
         if "epsilon" in dep:
             _v.positive("epsilon", epsilon)  # finite and > 0
         if "delta" in dep:
             _v.delta_halfopen("delta", delta)
         if "budget" in dep and budget is not None:
             _v.count("budget", budget)
+        params = self.cell_params(problem, tuned, epsilon, delta)
+        if self.calibration_kind != "source":
+            params = {**params, "calibration": self.calibration_kind}
         return Cell(
             method=self.name,
             problem=problem.key,
