@@ -58,6 +58,7 @@ from dpbench.methods.base import REGISTRY, Cell, Context, Method, Problem, Setti
 from dpbench.methods.non_private import LBFGS_SETTINGS, fit_minimiser, softmax_curvature_at_fit, trained_softmax
 from dpbench.methods.sensitivity import solver_record
 from dpbench.privacy import sample_gaussian, sample_l2_laplace
+from dpbench.privacy.search import largest_passing
 
 NEIGHBOURING = ("replace_one", "add_remove")
 #: repetitions whose cells are computed in one group (one lockstep solve per batch)
@@ -167,19 +168,9 @@ def loss_perturbation_tight_beta(epsilon: float, n_classes: int) -> float:
     eps, C = float(epsilon), int(n_classes)
     rho = 2 * HESSIAN_BOUND_L * C / eps
     lo, hi = eps / (4 * LIPSCHITZ_K), eps / (2 * LIPSCHITZ_K)
-    if loss_perturbation_privacy_loss_bound(hi, rho, C) <= eps:
-        return hi
     if loss_perturbation_privacy_loss_bound(lo, rho, C) > eps:   # cannot happen: the source's proof covers it
         raise ArithmeticError(f"loss perturbation: the source calibration's bound exceeds eps = {eps} at C = {C}")
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if loss_perturbation_privacy_loss_bound(mid, rho, C) <= eps:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return lo
+    return largest_passing(lambda b: loss_perturbation_privacy_loss_bound(b, rho, C) <= eps, lo, hi, rel_tol=1e-15)
 
 
 def loss_perturbation_epsilon(epsilon: float, delta: float, neighbouring: str, calibration: str = "source",

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _validate as V
 from .mechanisms import _analytic_gaussian_alpha_array, analytic_gaussian_alpha
+from .search import largest_passing, smallest_passing
 
 __all__ = [
     "basic_composition",
@@ -196,18 +197,7 @@ def optimal_pure_composition_epsilon(epsilon_step: float, k: int, delta: float) 
     hi = k * epsilon_step
     if delta == 0 or hi == 0:
         return hi
-    if optimal_pure_composition_delta(epsilon_step, k, 0.0) <= delta:
-        return 0.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if optimal_pure_composition_delta(epsilon_step, k, mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return hi
+    return smallest_passing(lambda e: optimal_pure_composition_delta(epsilon_step, k, e) <= delta, 0.0, hi)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -218,21 +208,9 @@ def optimal_pure_step_epsilon(epsilon: float, k: int, delta: float) -> float:
     epsilon = V.positive("epsilon", epsilon)
     k = V.count("k", k)
     delta = V.delta_halfopen("delta", delta)
-    lo = epsilon / k
     if delta == 0:
-        return lo
-    hi = epsilon
-    if optimal_pure_composition_epsilon(hi, k, delta) <= epsilon:
-        return hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if optimal_pure_composition_epsilon(mid, k, delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return lo
+        return epsilon / k
+    return largest_passing(lambda s: optimal_pure_composition_epsilon(s, k, delta) <= epsilon, epsilon / k, epsilon)
 
 
 VOTE_BETA_RULES = ("standard", "paper")
