@@ -133,6 +133,7 @@ def read_run(path: str | Path, keys: dict[tuple[str, str], list[str]] | None = N
     points = {}
     variants: set[str] = set()
     meta: dict = {}
+    fig_configs: dict[str, str | None] = {}   # per figure: the config hash its result files were written with
     for (study, figure), fs in files.items():
         try:
             df = pd.concat([pd.read_parquet(f) for f in fs], ignore_index=True)
@@ -145,6 +146,7 @@ def read_run(path: str | Path, keys: dict[tuple[str, str], list[str]] | None = N
         if key is not None:
             key = [c for c in key if c in df.columns] if set(key) - set(df.columns) else key
         points[(study, figure)] = summarise_points(df, key)
+        fig_configs[f"{study}/{figure}"] = read_metadata(fs[0]).get("config_hash")
         if "dataset_variant" in df:
             variants.update(map(str, df["dataset_variant"].dropna().unique()))
         if not meta:
@@ -161,7 +163,28 @@ def read_run(path: str | Path, keys: dict[tuple[str, str], list[str]] | None = N
     else:
         claims = _empty_claims()
     meta["dataset_variants"] = sorted(variants)
+    meta["figure_grid_hashes"] = run_figure_grid_hashes(path, fig_configs)
     return Run(points, claims, meta, str(path))
+
+
+def run_figure_grid_hashes(results_dir: str | Path, fig_configs: dict[str, str | None]) -> dict[str, str]:
+    """:func:`figure_grid_hashes` of the figures of a results folder, each from the config its result files were
+    written with (their ``config_hash`` among the folder's ``.jobs`` configs; else the newest config): a folder
+    that gathers figures of several runs documents each figure's own grid."""
+    from dpbench.config import config_hash
+
+    configs = run_configs(results_dir)
+    if not configs:
+        return {}
+    by_config = {config_hash(c): c for c in reversed(configs)}   # the newest config wins a tie
+    cache: dict[int, dict[str, str]] = {}
+    out = {}
+    for fig, ch in fig_configs.items():
+        c = by_config.get(ch, configs[0])
+        hashes = cache.setdefault(id(c), figure_grid_hashes(c))
+        if fig in hashes:
+            out[fig] = hashes[fig]
+    return out
 
 
 CLAIM_KEY = ("study", "figure", "claim", "statement")
@@ -208,6 +231,32 @@ def grid_hash(config: dict) -> str:
                         "data": data})[:16]
 
 
+#: studies whose figures read other studies' settings (the audit calibrates every audited method as its study
+#: does): their figures' grid is the whole grid
+CROSS_STUDY = ("audit",)
+
+
+def figure_grid_hashes(config: dict) -> dict[str, str]:
+    """Per enabled figure (``"study/figure"``): a hash of what decides its numbers — the seed, the data sources,
+    its study's settings other than the figures, and its own figure settings (:func:`grid_hash`'s exclusions
+    apply). A change of one figure's grid (e.g. a series added to it) leaves the other figures' hashes as they
+    were, so a reference still serves them."""
+    from dpbench.store import content_key
+
+    data = {k: v for k, v in (config.get("data") or {}).items() if k not in ("cache_dir", "mirror")}
+    studies = _without_solver_keys(config.get("studies") or {})
+    out = {}
+    for study, cfg in studies.items():
+        if not isinstance(cfg, dict):
+            continue
+        base = studies if study in CROSS_STUDY else {k: v for k, v in cfg.items() if k != "figures"}
+        for figure, fc in (cfg.get("figures") or {}).items():
+            if fc is not None:
+                out[f"{study}/{figure}"] = content_key({"seed": config.get("seed"), "data": data, "study": base,
+                                                        "figure": fc})[:16]
+    return out
+
+
 def run_configs(results_dir: str | Path) -> list[dict]:
     """The validated configs of the runs that wrote ``results_dir`` (``.jobs/config-*.json``), newest first."""
     files = sorted(Path(results_dir).glob(".jobs/config-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -230,16 +279,25 @@ def default_reference(run_path: str | Path, root: str | Path = REFERENCE_ROOT) -
     run_path, root = Path(run_path), Path(root)
     if (run_path / "summary").is_dir():
         raise ValueError(f"{run_path} is a reference: name the reference to compare it with")
-    hashes = [grid_hash(c) for c in run_configs(run_path)]
-    refs = {}
+    configs = run_configs(run_path)
+    hashes = [grid_hash(c) for c in configs]
+    refs, best = {}, (0, None)
+    figs = figure_grid_hashes(configs[0]) if configs else {}
     for meta in sorted(root.glob("*/meta.json")):
         try:
-            refs[json.loads(meta.read_text()).get("grid_hash")] = meta.parent
+            m = json.loads(meta.read_text())
         except (OSError, ValueError):
             continue
+        refs[m.get("grid_hash")] = meta.parent
+        theirs = m.get("figure_grid_hashes") or {}
+        same = sum(1 for k, h in figs.items() if theirs.get(k) == h)   # figures of the run's grid it documents
+        if same > best[0]:
+            best = (same, meta.parent)
     for h in hashes:
         if h in refs:
             return str(refs[h])
+    if best[1] is not None:
+        return str(best[1])
     known = ", ".join(str(p) for p in refs.values()) or f"none under {root}"
     raise ValueError(f"no reference matches the grid of the run in {run_path} "
                      f"({'its config is unknown: no .jobs/config-*.json' if not hashes else 'grid ' + hashes[0]}); "
@@ -289,7 +347,11 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
                 atomic_write_bytes(dst, thumbnail_png(src, png_width, colours=64))
                 n_png += 1
     configs = run_configs(results_dir)
-    meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None, "figures": len(run.points),
+    fig_hashes = run.meta.get("figure_grid_hashes") or {}
+    meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None,
+            "figure_grid_hashes": {f"{s}/{f}": fig_hashes[f"{s}/{f}"] for s, f in sorted(run.points)
+                                   if f"{s}/{f}" in fig_hashes},
+            "figures": len(run.points),
             "studies": sorted({k[0] for k in run.points}), "unfinished_figures": skipped,
             "claims_of": sorted(set(run.claims["study"])) if len(run.claims) else [], "points": n_points, "claims": len(claims), "note": note}
     atomic_write_bytes(out_dir / "meta.json", (json.dumps(meta, indent=1, default=str) + "\n").encode())
@@ -342,8 +404,20 @@ def _digits(x) -> float:
     return float(f"{float(x):.{KEY_DIGITS}g}")
 
 
+def other_grid_figures(run: Run, ref: Run) -> set[tuple[str, str]]:
+    """The reference's figures whose grid differs from the run's (:func:`figure_grid_hashes` of the reference's
+    ``meta.json`` against the run's config; empty when either is unknown): their points and claims are not
+    compared — the two runs computed different things."""
+    theirs = ref.meta.get("figure_grid_hashes") or {}
+    ours = run.meta.get("figure_grid_hashes") or {}
+    if not theirs or not ours:
+        return set()
+    return {tuple(k.split("/", 1)) for k, h in theirs.items() if k in ours and ours[k] != h}
+
+
 def compare_runs(run: Run, ref: Run, alpha: float = ALPHA, rtol: float = RTOL) -> Comparison:
     rows = []
+    other = other_grid_figures(run, ref)
     for (study, figure), rp in sorted(ref.points.items()):
         key = [c for c in rp.columns if c not in SUMMARY_STATS]
         rng = rp.groupby("metric")["mean"].agg(lambda s: float(np.nanmax(s) - np.nanmin(s)) if s.notna().any()
@@ -359,6 +433,10 @@ def compare_runs(run: Run, ref: Run, alpha: float = ALPHA, rtol: float = RTOL) -
             base = {"study": study, "figure": figure, "series": d.get("series", ""), "metric": metric,
                     "point": ", ".join(f"{c}={d[c]}" for c in key if c not in ("study", "figure", "series", "metric")),
                     "ref_mean": d["mean"], "ref_se": d["se"], "ref_n": d["n"]}
+            if (study, figure) in other:
+                rows.append({**base, "run_mean": np.nan, "run_se": np.nan, "run_n": 0, "z": np.nan,
+                             "status": "other_grid"})
+                continue
             if hk is None or d["_k"] not in hk.index:
                 rows.append({**base, "run_mean": np.nan, "run_se": np.nan, "run_n": 0, "z": np.nan,
                              "status": "missing"})
@@ -390,6 +468,9 @@ def compare_runs(run: Run, ref: Run, alpha: float = ALPHA, rtol: float = RTOL) -
                       np.where(merged["verdict_run"] == merged["verdict_ref"], "same", "changed"))
     if len(merged):
         status = np.where(np.asarray(timing) & (status == "changed"), "timing", status)
+        other_fig = [any((s, f.strip()) in other for f in str(fs).split(","))
+                     for s, fs in zip(merged["study"], merged["figure"])]
+        status = np.where(np.asarray(other_fig), "other_grid", status)
     merged["status"] = status
     claims = merged[["study", "figure", "claim", "statement", "verdict_ref", "verdict_run", "measured_ref",
                      "measured_run", "status"]]
@@ -435,7 +516,9 @@ def report_text(c: Comparison, ref_path, run_path, limit: int = 40) -> str:
         f"{'FAIL' if c.failed else 'OK'}: {run_path} vs {ref_path}: {n_cmp} points compared "
         f"(largest |z| {zmax:.2f}{', all identical' if n_cmp and zmax == 0 else ''}), "
         f"{int(pc.get('differs', 0))} differ beyond |z| > {c.z_crit:.2f} (family-wise α = {c.alpha:g}), "
-        f"{int(pc.get('missing', 0))} missing, {int(pc.get('timing', 0))} timing points not compared; "
+        f"{int(pc.get('missing', 0))} missing, {int(pc.get('timing', 0))} timing points not compared"
+        + (f", {int(pc.get('other_grid', 0))} points of {len({(r.study, r.figure) for r in c.points.itertuples() if r.status == 'other_grid'})} "
+           "figures whose grid differs from the reference's not compared" if pc.get("other_grid", 0) else "") + "; "
         f"{len(c.claims)} claims: {int(cc.get('changed', 0))} verdicts changed, {int(cc.get('missing', 0))} missing"
         + (f", {int(cc.get('timing', 0))} timing claims changed (not counted)" if cc.get("timing", 0) else ""))
     return "\n".join(lines)

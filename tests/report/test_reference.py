@@ -215,3 +215,32 @@ def test_point_columns_prefer_an_axis_to_a_measured_number():
             for m in ("a", "b") for e in (1.0, 4.0) for i, v in enumerate(("correct", "noise_x0.5", "noise_x0.1"))]
     key = R.point_columns(pd.DataFrame(rows))
     assert "variant" in key and "threshold" not in key
+
+
+def test_figures_of_another_grid_are_matched_and_skipped_per_figure(tmp_path, capsys):
+    """A reference documents each figure's own grid (figure_grid_hashes): a run whose config differs only in
+    another figure still finds it and compares every shared figure; a figure whose own grid differs is listed as
+    not compared (its points computed something else), which neither fails nor passes it silently."""
+    cfg = {"seed": 1, "studies": {"toy": {"n": 3, "figures": {"f1": {"eps": [1, 2]}, "f2": {"eps": [1]}}}},
+           "data": {"cache_dir": "data"}, "results_dir": "x"}
+    write_run(tmp_path / "run0", rows(), CLAIMS, cfg)
+    root = tmp_path / "refs"
+    R.write_reference(tmp_path / "run0", root / "mine")
+    meta = json.loads((root / "mine" / "meta.json").read_text())
+    assert set(meta["figure_grid_hashes"]) == {"toy/f1"}
+    other_fig = copy.deepcopy(cfg)
+    other_fig["studies"]["toy"]["figures"]["f2"]["eps"] = [1, 5]        # another figure's grid: f1 unchanged
+    run = write_run(tmp_path / "run1", rows(), CLAIMS, other_fig)
+    assert R.default_reference(run, root) == str(root / "mine")
+    c = R.compare(run, root / "mine")
+    assert not c.failed and set(c.points["status"]) == {"ok"}
+    same_fig = copy.deepcopy(cfg)
+    same_fig["studies"]["toy"]["figures"]["f1"]["eps"] = [1, 2, 3]    # f1's own grid changed: not compared
+    run2 = write_run(tmp_path / "run2", rows(shift=1.0), CLAIMS, same_fig)
+    with pytest.raises(ValueError, match="no reference matches"):
+        R.default_reference(run2, root)
+    c2 = R.compare(run2, root / "mine")
+    assert set(c2.points["status"]) == {"other_grid"} and set(c2.claims["status"]) == {"other_grid"}
+    assert not c2.failed
+    assert "figures whose grid differs from the reference's not compared" in R.report_text(c2, "ref", "run")
+    assert R.compare(write_run(tmp_path / "run3", rows(shift=1.0), CLAIMS, cfg), root / "mine").failed
