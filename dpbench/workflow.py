@@ -52,7 +52,9 @@ def figures(config: dict) -> list[tuple[str, str]]:
 
 
 #: What a figure name may be (the ``figure`` rule's wildcard); every registered figure matches it (tests/studies).
-FIGURE_NAME = "[A-Za-z0-9_-]+"
+#: ``tight_gain`` is the ``tight_gain`` rule's figure (:mod:`dpbench.tight_gain`), never a study's.
+TIGHT_GAIN = "tight_gain"
+FIGURE_NAME = rf"(?!{TIGHT_GAIN}\b)[A-Za-z0-9_-]+"
 
 #: File name of a figure's results when ``group_series`` runs all its series in one job (the hyphen keeps it
 #: apart from series names, which are ``[a-z0-9_]+``).

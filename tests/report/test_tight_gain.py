@@ -53,3 +53,15 @@ def test_workflow_targets_the_gain_figure_of_studies_with_tight_series():
     targets = all_targets(cfg)
     assert f"{cfg['figures_dir']}/wu2016/tight_gain.png" in targets
     assert f"{cfg['figures_dir']}/estimation/tight_gain.png" not in targets
+
+
+def test_the_figure_rule_never_claims_the_gain_figure():
+    """``figures/<study>/tight_gain.png`` belongs to the tight_gain rule: the figure rule's wildcard must not match
+    it (Snakemake would evaluate the figure rule's inputs for it and print an 'unknown figure' error)."""
+    import re
+
+    from dpbench.workflow import FIGURE_NAME
+
+    pattern = rf"figures/(?P<study>[a-z0-9]+)/(?P<figure>{FIGURE_NAME})\.png"
+    assert re.fullmatch(pattern, "figures/wu2016/tight_gain.png") is None
+    assert re.fullmatch(pattern, "figures/wu2016/fig4_1.png") and re.fullmatch(pattern, "figures/x/tight_gain_b.png")
