@@ -163,8 +163,11 @@ def _row_max(P: np.ndarray, block: int = 1024) -> np.ndarray:
 def _gradient_difference_bound(loss: str, R: float, n_theta: int, n_s: int) -> float:
     # Lipschitz constants of one gradient point in θ and in s (module docstring): logistic
     # ‖∂g/∂θ‖ ≤ σ + sσ′ ≤ 1 + R/4, ‖∂g/∂s‖ ≤ 1/4; squared ‖∂g/∂θ‖ ≤ 2s + 2(s + 1), ‖∂g/∂s‖ ≤ 2. A distance moves by
-    # at most the sum of its two points' moves: every (s, θ₁, θ₂) is within h_θ/2 of grid angles (+ l_θ·h_θ) and
-    # h_s/2 of a grid s (+ l_s·h_s).
+    # at most the sum of its two points' moves: every (s, θ₁, θ₂) is within h_θ/2 of cell centres (+ l_θ·h_θ) and
+    # h_s/2 of a grid s (+ l_s·h_s). Angle cells are [k·h, (k+1)·h), evaluated at their centres; a cell halves into
+    # two children that tile it, so a pruned cell's region is never needed again: a cell is pruned only when no
+    # point of it can be farther than a distance already attained from any live cell, and the farthest pair's
+    # cells are never pruned (their centres' distance + l_θ·h ≥ the maximum ≥ anything attained).
     l_theta, l_s = (1.0 + R / 4.0, 0.25) if loss == "logistic" else (4.0 * R + 2.0, 2.0)
     s_grid = np.linspace(0.0, R, n_s)
     m0 = max(16, n_theta // 16)
@@ -176,7 +179,7 @@ def _gradient_difference_bound(loss: str, R: float, n_theta: int, n_s: int) -> f
     while True:
         h = 2.0 * math.pi / m
         for i in [i for i in reversed(range(n_s)) if upper[i] > attained]:   # large s first: a high bar early
-            P = _gradient_curve(loss, float(s_grid[i]), h * alive[i])
+            P = _gradient_curve(loss, float(s_grid[i]), h * (alive[i] + 0.5))   # cell centres
             rows = _row_max(P)                               # per cell centre: its farthest live centre
             attained = max(attained, float(rows.max()))
             upper[i] = float(rows.max()) + l_theta * h
