@@ -17,9 +17,14 @@ import numpy as np
 import pandas as pd
 
 SUFFIX = "_tight"
-COLUMNS = ["study", "figure", "series", "metric", "x_name", "x", "source_mean", "tight_mean", "difference", "se",
-           "ci_low", "ci_high", "n", "paired"]
+COLUMNS = ["study", "figure", "series", "metric", "point", "x_name", "x", "source_mean", "tight_mean", "difference",
+           "se", "ci_low", "ci_high", "n", "paired"]
 Z95 = 1.959963984540054
+#: the metrics drawn when a figure has them (utility, error, attack success); the CSV keeps every metric
+PRIMARY_METRICS = ("accuracy", "test_accuracy", "mse", "mi_accuracy", "advantage", "value")
+#: columns that identify a point but are not drawn as separate lines (they follow from series, metric and x)
+_SAME_LINE = {"study", "figure", "series", "method", "metric", "x_name", "x", "dataset_variant", "method_label",
+              "calibration", "epsilon"}
 
 
 def tight_pairs(series: list[str]) -> list[tuple[str, str]]:
@@ -28,28 +33,46 @@ def tight_pairs(series: list[str]) -> list[tuple[str, str]]:
     return [(s[:-len(SUFFIX)], s) for s in series if s.endswith(SUFFIX) and s[:-len(SUFFIX)] in names]
 
 
-def _metrics(df: pd.DataFrame) -> list[str]:
-    if "metric" not in df:
-        return [""]
-    return [m for m in dict.fromkeys(df["metric"].astype(str)) if not m.endswith("_scaled")]
-
-
 def gain_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of :data:`COLUMNS` from a study's result rows (every figure)."""
+    """Rows of :data:`COLUMNS` from a study's result rows (every figure, every metric but ``*_scaled``): one per
+    point of a source series that its tight series also has. A point is what the reference summaries call one
+    (:func:`dpbench.results.point_columns`: series, metric, x and every axis such as an attack or a panel);
+    ``point`` names the axes beyond series, metric and x."""
+    from dpbench.results import point_columns
+
     out = []
     for (study, figure), g in df.groupby(["study", "figure"], sort=False):
-        for src, tight in tight_pairs(list(dict.fromkeys(g["series"].astype(str)))):
-            for metric in _metrics(g):
-                gm = g if metric == "" else g[g["metric"].astype(str) == metric]
-                a, b = gm[gm["series"] == src], gm[gm["series"] == tight]
-                for x in sorted(set(a["x"]) & set(b["x"])):
-                    out.append({"study": study, "figure": figure, "series": src, "metric": metric or "value",
-                                "x_name": str(gm["x_name"].iloc[0]) if "x_name" in gm else "x", "x": float(x),
-                                **_difference(a[a["x"] == x], b[b["x"] == x])})
+        pairs = tight_pairs(list(dict.fromkeys(g["series"].astype(str))))
+        if not pairs:
+            continue
+        if "metric" in g:
+            g = g[~g["metric"].astype(str).str.endswith("_scaled")]
+        keys = [c for c in point_columns(g) if c not in ("series", "method", "dataset_variant", "method_label",
+                                                         "calibration")]
+        axes = [c for c in keys if c not in _SAME_LINE]
+        for src, tight in pairs:
+            a = g[g["series"] == src]
+            b = g[g["series"] == tight]
+            bk = {k: v for k, v in b.groupby(keys, dropna=False)}
+            for k, ga in a.groupby(keys, dropna=False):
+                gb = bk.get(k)
+                if gb is None:
+                    continue
+                d = dict(zip(keys, k if isinstance(k, tuple) else (k,)))
+                out.append({"study": study, "figure": figure, "series": src,
+                            "metric": str(d.get("metric", "value")),
+                            "point": ", ".join(f"{c}={d[c]}" for c in axes if not pd.isna(d[c]) and d[c] != ""),
+                            "x_name": str(d.get("x_name", "x")), "x": float(d.get("x", float("nan"))),
+                            **_difference(ga, gb)})
     return pd.DataFrame(out, columns=COLUMNS)
 
 
 def _difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    with np.errstate(invalid="ignore"):   # an infinite value on both sides gives a NaN difference (not drawn)
+        return _difference_of(a, b)
+
+
+def _difference_of(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     va, vb = a["value"].to_numpy(float), b["value"].to_numpy(float)
     paired = ("rep" in a and len(a) == len(b) and len(a) > 1 and a["rep"].is_unique and b["rep"].is_unique
               and set(a["rep"]) == set(b["rep"]))
@@ -72,29 +95,35 @@ def plot_gain(table: pd.DataFrame, study: str, out_png: str | Path, out_csv: str
     from dpbench.results import atomic_write_bytes
 
     plt = _pyplot()
+    finite = table[np.isfinite(table["difference"].to_numpy(float)) & np.isfinite(table["x"].to_numpy(float))]
     drawn, panels = set(), []
-    for key, t in table.groupby(["figure", "metric"], sort=False):   # a panel whose every line repeats one drawn
-        lines = {(m, tuple(np.round(s["x"].to_numpy(float), 12)), tuple(np.round(s["difference"].to_numpy(float), 12)))
-                 for m, s in t.groupby(["metric", "series"])}      # already (figures that share cells) is left out
-        if not lines <= drawn:
-            drawn |= lines
-            panels.append(key)
+    for figure, tf in finite.groupby("figure", sort=False):
+        metrics = list(dict.fromkeys(tf["metric"]))
+        primary = [m for m in PRIMARY_METRICS if m in metrics]
+        for metric in primary or metrics:   # a panel whose every line repeats one drawn already is left out
+            t = tf[tf["metric"] == metric]    # (figures that share cells draw the same lines)
+            lines = {(m, tuple(np.round(s["x"].to_numpy(float), 12)),
+                      tuple(np.round(s["difference"].to_numpy(float), 12)))
+                     for m, s in t.groupby(["metric", "series", "point"])}
+            if lines and not lines <= drawn:
+                drawn |= lines
+                panels.append((figure, metric))
     cols = min(3, max(1, len(panels)))
     rows = max(1, math.ceil(len(panels) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), dpi=110, squeeze=False)
     for ax, (figure, metric) in zip(axes.flat, panels):
-        t = table[(table["figure"] == figure) & (table["metric"] == metric)]
-        for i, (series, s) in enumerate(t.groupby("series", sort=False)):
+        t = finite[(finite["figure"] == figure) & (finite["metric"] == metric)]
+        for i, ((series, point), s) in enumerate(t.groupby(["series", "point"], sort=False)):
             s = s.sort_values("x")
             ax.errorbar(s["x"], s["difference"], yerr=Z95 * s["se"].fillna(0), marker="o", markersize=3,
-                        capsize=2, label=series, color=f"C{i}")
+                        capsize=2, label=f"{series} {point}".strip(), color=f"C{i % 10}")
         ax.axhline(0.0, color="gray", linewidth=0.8)
         mag = np.abs(t["difference"].to_numpy(float))
         mag = mag[np.isfinite(mag) & (mag > 0)]
         if len(mag) > 1 and mag.max() > 100 * np.median(mag):   # e.g. an MSE that explodes at the smallest ε
             ax.set_yscale("symlog", linthresh=float(np.median(mag)))
         xs = t["x"].to_numpy(float)
-        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 10:
+        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 10:   # finite points only (above)
             ax.set_xscale("log")
         ax.set_title(f"{study} {figure}", fontsize=9)
         ax.set_xlabel(str(t["x_name"].iloc[0]) if len(t) else "x")

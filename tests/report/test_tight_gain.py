@@ -65,3 +65,26 @@ def test_the_figure_rule_never_claims_the_gain_figure():
     pattern = rf"figures/(?P<study>[a-z0-9]+)/(?P<figure>{FIGURE_NAME})\.png"
     assert re.fullmatch(pattern, "figures/wu2016/tight_gain.png") is None
     assert re.fullmatch(pattern, "figures/wu2016/fig4_1.png") and re.fullmatch(pattern, "figures/x/tight_gain_b.png")
+
+
+def test_points_with_axes_and_non_finite_values(tmp_path):
+    """An attack figure: several attacks per (series, x, repetition) are separate points (an axis), a metric that
+    is infinite on one side gives a non-finite difference that is kept in the CSV but not drawn (it once broke the
+    log axis), and a point only the source series has is left out."""
+    rows = []
+    for s, shift in (("m", 0.0), ("m_tight", 0.1)):
+        for attack in ("loss", "shadow"):
+            for x in (0.1, 1.0, 10.0):
+                for rep in range(3):
+                    rows.append({"study": "s", "figure": "fa", "series": s, "metric": "accuracy", "x_name": "epsilon",
+                                 "x": x, "rep": rep, "attack": attack, "value": 0.5 + shift + 0.01 * rep})
+                    rows.append({"study": "s", "figure": "fa", "series": s, "metric": "eps_point", "x_name": "epsilon",
+                                 "x": x, "rep": rep, "attack": attack, "value": np.inf if s == "m" else 1.0})
+    rows.append({**rows[0], "x": 100.0})                   # the source alone: no pair
+    t = gain_table(pd.DataFrame(rows))
+    acc = t[t["metric"] == "accuracy"]
+    assert len(acc) == 6 and set(acc["point"]) == {"attack=loss", "attack=shadow"} and acc["paired"].all()
+    assert acc["difference"].to_numpy() == pytest.approx([0.1] * 6)
+    assert not np.isfinite(t[t["metric"] == "eps_point"]["difference"]).any()
+    plot_gain(t, "s", tmp_path / "g.png", tmp_path / "g.csv")      # draws the finite panels only
+    assert (tmp_path / "g.png").stat().st_size > 5000 and len(pd.read_csv(tmp_path / "g.csv")) == len(t)
