@@ -112,3 +112,16 @@ def test_claims_under_tight_calibration_are_a_row_group_not_counted(tmp_path, mo
     assert yaml.safe_load((tmp_path / "m.yaml").read_text())["claims checked"] == 2
     page = (tmp_path / "claims.html").read_text()
     assert "Under tight calibration" in page and "1 re-evaluated, 1 verdicts change" in page and "c1@tight" in page
+
+
+def test_studies_that_check_every_series_on_its_own_get_no_tight_rows():
+    from types import SimpleNamespace
+
+    from dpbench.report import TIGHT_CLAIMS_SKIP, normalise_checks, tight_checks
+
+    frames = {"fig1": pd.DataFrame({"series": ["lp", "lp_tight"], "value": [0.1, 0.2]})}
+    rows = normalise_checks(pd.DataFrame([V.row("audit", "c", "fig1", "s", "m", 1.0, True)]))
+    called = []
+    st = SimpleNamespace(name="audit", anchor_checks=lambda f: called.append(f) or rows)
+    assert set(TIGHT_CLAIMS_SKIP) == {"audit", "membership"}
+    assert tight_checks(st, frames, rows).empty and not called
