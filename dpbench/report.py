@@ -78,11 +78,11 @@ TIGHT_CLAIMS_SKIP = {"audit": "each audited calibration is its own method with i
                      "membership": "each training method, a tight calibration included, has its own claims"}
 
 
-def tight_checks(st, frames: dict[str, pd.DataFrame], checks: pd.DataFrame) -> pd.DataFrame:
+def tight_checks(study_name: str, st, frames: dict[str, pd.DataFrame], checks: pd.DataFrame) -> pd.DataFrame:
     """The study's claims re-evaluated under tight calibration (:func:`tight_frames`): the rows of the figures
     that have a tight series whose measurement moved, claim ids suffixed ``@tight``, ``calibration = tight``
     (none for the studies of :data:`TIGHT_CLAIMS_SKIP`)."""
-    if getattr(st, "name", None) in TIGHT_CLAIMS_SKIP:
+    if study_name in TIGHT_CLAIMS_SKIP:
         return checks.iloc[:0]
     swapped, changed = tight_frames(frames)
     if not changed:
@@ -105,7 +105,7 @@ def run_anchor_checks(config: dict, study_name: str, inputs: list[str], out_parq
     df = read_results(*inputs)
     frames = {f: g for f, g in df.groupby("figure")}
     checks = normalise_checks(st.anchor_checks(frames))
-    checks = mark_reduced(pd.concat([checks, tight_checks(st, frames, checks)], ignore_index=True),
+    checks = mark_reduced(pd.concat([checks, tight_checks(study_name, st, frames, checks)], ignore_index=True),
                           config, study_name)
     checks["dataset_variant"] = ", ".join(sorted(df["dataset_variant"].unique()))
     write_parquet(checks, out_parquet, provenance(config, study=study_name, kind="anchor_checks"))

@@ -122,6 +122,6 @@ def test_studies_that_check_every_series_on_its_own_get_no_tight_rows():
     frames = {"fig1": pd.DataFrame({"series": ["lp", "lp_tight"], "value": [0.1, 0.2]})}
     rows = normalise_checks(pd.DataFrame([V.row("audit", "c", "fig1", "s", "m", 1.0, True)]))
     called = []
-    st = SimpleNamespace(name="audit", anchor_checks=lambda f: called.append(f) or rows)
+    st = SimpleNamespace(anchor_checks=lambda f: called.append(f) or rows)
     assert set(TIGHT_CLAIMS_SKIP) == {"audit", "membership"}
-    assert tight_checks(st, frames, rows).empty and not called
+    assert tight_checks("audit", st, frames, rows).empty and not called
