@@ -19,6 +19,10 @@ if workflow.is_main_process:
     # a missing target and rebuilt. Job subprocesses (which parse this file again) skip these checks.
     CONFIG = W.validated(config, [os.path.join(workflow.basedir, "config.yaml"), *workflow.overwrite_configfiles])
     W.remove_damaged_results(CONFIG)
+    # --executor slurm: a job cancelled with scancel ("CANCELLED by <uid>" in sacct) fails and is retried instead
+    # of being polled forever (dpbench/slurm_compat.py); nothing happens with any other executor
+    import dpbench.slurm_compat
+    dpbench.slurm_compat.install()
 else:
     CONFIG = W.subprocess_config(config)  # numbers as in the main process (1e-5), the config's plugins and datasets
 # Every rule runs `python -m dpbench.jobs JOB_CONFIG KIND ...` (a shell command: no second Snakemake process per

@@ -226,9 +226,15 @@ def grid_hash(config: dict) -> str:
     :data:`SOLVER_KEYS`)."""
     from dpbench.store import content_key
 
+    seed, data, studies = _grid_inputs(config)
+    return content_key({"seed": seed, "studies": studies, "data": data})[:16]
+
+
+def _grid_inputs(config: dict) -> tuple:
+    """(seed, data sources, studies) as the grid hashes see them: the data settings without the cache folder and
+    mirror, the studies without :data:`SOLVER_KEYS`."""
     data = {k: v for k, v in (config.get("data") or {}).items() if k not in ("cache_dir", "mirror")}
-    return content_key({"seed": config.get("seed"), "studies": _without_solver_keys(config.get("studies")),
-                        "data": data})[:16]
+    return config.get("seed"), data, _without_solver_keys(config.get("studies"))
 
 
 #: studies whose figures read other studies' settings (the audit calibrates every audited method as its study
@@ -243,17 +249,15 @@ def figure_grid_hashes(config: dict) -> dict[str, str]:
     were, so a reference still serves them."""
     from dpbench.store import content_key
 
-    data = {k: v for k, v in (config.get("data") or {}).items() if k not in ("cache_dir", "mirror")}
-    studies = _without_solver_keys(config.get("studies") or {})
+    seed, data, studies = _grid_inputs(config)
     out = {}
-    for study, cfg in studies.items():
+    for study, cfg in (studies or {}).items():
         if not isinstance(cfg, dict):
             continue
         base = studies if study in CROSS_STUDY else {k: v for k, v in cfg.items() if k != "figures"}
         for figure, fc in (cfg.get("figures") or {}).items():
             if fc is not None:
-                out[f"{study}/{figure}"] = content_key({"seed": config.get("seed"), "data": data, "study": base,
-                                                        "figure": fc})[:16]
+                out[f"{study}/{figure}"] = content_key({"seed": seed, "data": data, "study": base, "figure": fc})[:16]
     return out
 
 

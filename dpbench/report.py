@@ -16,6 +16,8 @@ import pandas as pd
 from dpbench import verdicts as V
 from dpbench.results import provenance, read_results, write_parquet
 from dpbench.store import atomic_write_bytes
+from dpbench.tight_gain import SUFFIX as TIGHT_SUFFIX
+from dpbench.tight_gain import tight_pairs
 
 COLOURS = {V.HOLDS: "green", V.FAILS: "darkred", V.UNDECIDED: "#b36b00"}
 
@@ -48,7 +50,7 @@ def mark_reduced(checks: pd.DataFrame, config: dict, study_name: str) -> pd.Data
 #: ``calibration`` of a claim row: the figures as the sources calibrate them | with each method's tight
 #: calibration in place of its source calibration (:func:`tight_frames`; claim ids end in :data:`TIGHT_CLAIM`)
 SOURCE, TIGHT = "source", "tight"
-TIGHT_SUFFIX, TIGHT_CLAIM = "_tight", "@tight"
+TIGHT_CLAIM = "@tight"
 
 
 def tight_frames(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], list[str]]:
@@ -57,8 +59,7 @@ def tight_frames(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFram
     say when each method is calibrated tightly (issue: privacy left on the table)."""
     out, changed = {}, []
     for fig, df in frames.items():
-        names = set(df["series"].astype(str))
-        swap = {s: s[:-len(TIGHT_SUFFIX)] for s in names if s.endswith(TIGHT_SUFFIX) and s[:-len(TIGHT_SUFFIX)] in names}
+        swap = {tight: src for src, tight in tight_pairs(list(dict.fromkeys(df["series"].astype(str))))}
         if not swap:
             out[fig] = df
             continue

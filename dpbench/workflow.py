@@ -542,6 +542,17 @@ def light_resources(config: dict, rule: str) -> dict:
     return out
 
 
+def _run_cores(workflow) -> int | None:
+    """The cores a run's jobs share: ``--cores``; on a cluster executor without it (where ``workflow.cores``
+    raises), ``--jobs`` × ``--max-threads`` (jobs at once, each at most that many threads); None if unknown."""
+    try:
+        return workflow.cores
+    except Exception:  # noqa: BLE001 - Snakemake's WorkflowError: no --cores given to a cluster run
+        rs = getattr(workflow, "resource_settings", None)
+        nodes, threads = getattr(rs, "nodes", None), getattr(rs, "max_threads", None)
+        return int(nodes) * int(threads or 1) if nodes else None
+
+
 def announce_projection(config: dict, workflow) -> None:
     """Snakemake ``onstart``: print the projection of the jobs this run is about to start (CPU-hours, wall time on
     the run's cores, the largest job) and store it for the jobs' progress lines (:mod:`dpbench.progress`).
@@ -554,7 +565,7 @@ def announce_projection(config: dict, workflow) -> None:
         from dpbench.progress import write_progress_plan
 
         outputs = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
-        text, record = projection_before_run(config, outputs, workflow.cores)
+        text, record = projection_before_run(config, outputs, _run_cores(workflow))
         write_progress_plan(config["results_dir"], record)
         if text:
             print(text, file=sys.stderr, flush=True)

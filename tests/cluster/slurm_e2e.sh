@@ -47,14 +47,29 @@ W=${E2E_DIR:-$(mktemp -d /tmp/dpbench-slurm-e2e.XXXXXX)}
 mkdir -p "$W" /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /run/mysqld
 chown munge:munge /run/munge; chown mysql:mysql /run/mysqld 2>/dev/null || true
 step "start munge, mariadb, slurmdbd, slurmctld, slurmd on $HOST (2 CPUs, ${MEM} MB); work dir $W"
+# Every daemon this script starts is stopped again at exit (unless E2E_KEEP=1 or E2E_SETUP_ONLY=1): SLURM's by
+# their pid files, MariaDB by mariadb-admin shutdown, munged by its pid file; daemons found running are left alone.
+STARTED=""        # pid files of the SLURM daemons and munged this script started
+MARIADB_STARTED=0
+cleanup() {
+    for f in $STARTED; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+    if [ "$MARIADB_STARTED" = 1 ]; then timeout 60 mariadb-admin shutdown >/dev/null 2>&1 || pkill -x mariadbd; fi
+    [ -n "${MUNGE_PID_FILE:-}" ] && [ -s "$MUNGE_PID_FILE" ] && kill "$(cat "$MUNGE_PID_FILE")" 2>/dev/null
+    true
+}
+[ "${E2E_KEEP:-0}" = 1 ] || [ "${E2E_SETUP_ONLY:-0}" = 1 ] || trap cleanup EXIT
 [ -s /etc/munge/munge.key ] || mungekey --create --force
 chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
-pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged || fail "munged did not start"
+if ! pgrep -x munged >/dev/null; then
+    runuser -u munge -- /usr/sbin/munged || fail "munged did not start"
+    MUNGE_PID_FILE=/run/munge/munged.pid
+fi
 munge -n | unmunge >/dev/null || fail "munge round trip failed"
 
 if ! pgrep -x mariadbd >/dev/null && ! pgrep -x mysqld >/dev/null; then
     [ -d /var/lib/mysql/mysql ] || mariadb-install-db --user=mysql >/dev/null 2>&1
     (mysqld_safe --user=mysql >/var/log/slurm/mysqld_safe.log 2>&1 &)
+    MARIADB_STARTED=1
 fi
 for _ in $(seq 60); do mariadb -e "select 1" >/dev/null 2>&1 && break; sleep 1; done
 mariadb -e "select 1" >/dev/null 2>&1 || fail "MariaDB did not start"
@@ -99,14 +114,11 @@ NodeName=$HOST NodeAddr=127.0.0.1 CPUs=2 RealMemory=$MEM State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 chown -R slurm:slurm /var/spool/slurmctld /var/log/slurm
-STARTED=""   # pid files of the daemons this script started (stopped again at exit unless E2E_KEEP=1)
 start_daemon() {  # $1 = daemon, $2 = its pid file
     pgrep -x "$1" >/dev/null && return 0
     "$1" || return 1
     STARTED="$STARTED $2"
 }
-[ "${E2E_KEEP:-0}" = 1 ] || [ "${E2E_SETUP_ONLY:-0}" = 1 ] || \
-    trap 'for f in $STARTED; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done' EXIT
 start_daemon slurmdbd /run/slurmdbd.pid || fail "slurmdbd did not start: $(tail -3 /var/log/slurm/slurmdbd.log)"
 for _ in $(seq 30); do sacctmgr -n show cluster >/dev/null 2>&1 && break; sleep 1; done
 sacctmgr -i add cluster dpbench >/dev/null 2>&1 || true
@@ -174,4 +186,47 @@ for n in names:
 print(f"identical: {len(names)} series Parquet files ({', '.join(names)})")
 EOF
 [ -s "$W/slurm/figures/vdm2020/fig2a.png" ] || fail "figure missing"
+
+# -- 6. a job cancelled with scancel: sacct says "CANCELLED by <uid>"; the run must treat it as failed, retry it
+# once (the profile's retries: 1) and finish with the same results (dpbench/slurm_compat.py), not poll forever.
+step "SLURM run with scancel of its first job and of its first shard job"
+write_config cancel true >"$W/cancel.yaml"
+cancel_start=$(date +%Y-%m-%dT%H:%M:%S)
+t=$(date +%s)
+timeout -k 10 420 "$BIN/snakemake" "$W/cancel/figures/vdm2020/fig2a.png" --workflow-profile workflow/profiles/slurm \
+    --jobs 4 --max-threads 2 --slurm-init-seconds-before-status-checks 5 --configfile config/smoke.yaml \
+    "$W/cancel.yaml" >"$W/cancel.log" 2>&1 &
+smk=$!
+cancelled=""
+for _ in $(seq 600); do   # up to 300 s: cancel the first job seen (the dataset job), then the first shard job
+    kill -0 $smk 2>/dev/null || break
+    n=$(echo "$cancelled" | wc -w)
+    id=$(squeue -h -o "%i|%k" 2>/dev/null | awk -F'|' -v n="$n" '(n == 0) || ($2 ~ /series_shard/) {print $1}' \
+         | grep -v -x -F -f <(printf '%s\n' $cancelled NONE) | head -1)
+    if [ -n "$id" ]; then
+        what=$(squeue -h -j "$id" -o "%k %T" 2>/dev/null)
+        scancel "$id" && cancelled="$cancelled $id" && echo "scancel $id ($what)"
+    fi
+    [ "$(echo "$cancelled" | wc -w)" -ge 2 ] && break
+    sleep 0.5
+done
+wait $smk; rc=$?
+echo "SLURM run with scancel: exit $rc after $(( $(date +%s) - t ))s; cancelled:$cancelled"
+{ [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && fail "the run hung after scancel (killed at 420 s): $(tail -20 "$W/cancel.log")"
+[ -n "$cancelled" ] || fail "no job was seen to cancel"
+sacct -X -a -S "$cancel_start" -n -P -o JobID,JobName,State,ExitCode | tee "$W/sacct_cancel.txt"
+grep -q "|CANCELLED" "$W/sacct_cancel.txt" || fail "no CANCELLED job in sacct"
+grep -q "CANCELLED" "$W/cancel.log" || fail "Snakemake did not report the cancelled job: $(tail -20 "$W/cancel.log")"
+[ "$rc" = 0 ] || fail "the run did not recover from scancel by its retry (exit $rc): $(tail -30 "$W/cancel.log")"
+"$PY" - "$W/local/results/vdm2020/fig2a" "$W/cancel/results/vdm2020/fig2a" <<'EOF' || fail "results after scancel differ"
+import sys
+from pathlib import Path
+
+from dpbench.shards import assert_same_results
+
+a, b = map(Path, sys.argv[1:])
+for p in sorted(a.glob("*.parquet")):
+    assert_same_results(p, b / p.name)
+print("identical after scancel and retry")
+EOF
 echo "SLURM e2e: PASSED in $(( $(date +%s) - start ))s ($n_done jobs COMPLETED in sacct)"
