@@ -7,11 +7,19 @@ Formats accepted (from the mirror, the cache or the canonical URL):
   omitted), labels ±1, unscaled features (:data:`DIABETES_URLS`).
 * ``diabetes.csv`` — the same rows as a headed CSV ``Pregnancies,…,Age,Outcome`` with labels 0/1.
 
-Verification: no checksum is published and copies differ in formatting, so the **content** is verified
-(:func:`verify_diabetes`): 768 rows, 8 features, one class with 268 rows (the diabetic class) and the other with
-500, and the column sums :data:`DIABETES_COLUMN_SUMS` (to 1e-6 relative, 0.01 absolute). The
-diabetic class is identified by its count (LIBSVM's copy labels it −1, the CSV 1), and returned as ``y = +1``;
-the other class is ``y = −1``.
+Verification: no checksum is published and copies differ in formatting (LIBSVM's ``33.599998`` is the CSV's
+``33.6``; CRLF or LF; header spellings), so the **content** is verified (:func:`verify_diabetes`): 768 rows, 8
+features, one class with 268 rows (the diabetic class) and the other with 500, the column sums
+:data:`DIABETES_COLUMN_SUMS` (to 1e-6 relative, 0.01 absolute; these give the named errors), and then a
+cryptographic digest of the content in file order, :data:`DIABETES_CONTENT_SHA256` (:func:`content_digest`), which
+rejects any other values or row order — a fabricated file that matches the counts and column sums, a copy with a
+few altered values, a shuffled copy. The digest was established from independent public copies, which all give it:
+three byte-identical copies of Kaggle's ``diabetes.csv`` (23,873 bytes, SHA-256 :data:`KAGGLE_CSV_SHA256`), one
+that differs only in line endings, the LIBSVM ``diabetes`` rows in file order and a 0/1-labelled LIBSVM
+conversion; copies with altered values (14 glucose values; 3 blood-pressure values) fail the column sums, a
+shuffled copy fails the digest. The diabetic class is
+identified by its count (LIBSVM's copy labels it −1, the CSV 1), and returned as ``y = +1``; the other class is
+``y = −1``.
 
 Obtaining and caching: candidates are tried in the order cached file, mirror (a local folder or a base URL
 holding ``diabetes`` or ``diabetes.csv``), canonical URL. Each is copied to a temporary file in the cache folder,
@@ -49,6 +57,12 @@ DIABETES_N_TEST = 154
 #: column sums of the unscaled features (pregnancies, glucose, blood pressure, skin thickness, insulin, BMI,
 #: diabetes pedigree, age) of the 768 rows, the same in the LIBSVM and the CSV copy.
 DIABETES_COLUMN_SUMS = (2953.0, 92847.0, 53073.0, 15772.0, 61286.0, 24570.3, 362.401, 25529.0)
+#: SHA-256 of the canonical content (:func:`content_digest` of the 768 rows in file order, as in the UCI, LIBSVM
+#: and Kaggle copies).
+DIABETES_CONTENT_SHA256 = "d43a44b5d8a02e51ede85f1bc8cdb0fac58abee5b49bba69a87e36ca9f309385"
+#: SHA-256 of Kaggle's ``diabetes.csv`` (23,873 bytes, CRLF line ends, no final newline), for reference: any
+#: formatting of the same content is accepted.
+KAGGLE_CSV_SHA256 = "698c203a14aa31941d2251175330c9199f3ccdb31597abbba2a3e35416257a72"
 CSV_COLUMNS = ("Pregnancies", "Glucose", "BloodPressure", "SkinThickness", "Insulin", "BMI",
                "DiabetesPedigreeFunction", "Age", "Outcome")
 SPLIT_KEY = "diabetes/split"
@@ -123,10 +137,25 @@ def read_diabetes(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     return parse_csv(text) if first.startswith("Pregnancies") else parse_libsvm(text)
 
 
+def content_digest(X: np.ndarray, diabetic: np.ndarray) -> str:
+    """SHA-256 (hex) of the content independent of formatting: ``np.round(X, 3)`` as little-endian float64 bytes
+    (row-major), then one byte per row, 1 for a diabetic row and 0 otherwise. Three decimals are the precision of
+    the source (the diabetes pedigree has three; LIBSVM's float32 renderings such as ``33.599998`` round back)."""
+    import hashlib
+
+    X = np.round(np.asarray(X, dtype=np.float64), 3) + 0.0   # + 0.0: −0.0 and 0.0 hash alike
+    h = hashlib.sha256(np.ascontiguousarray(X, dtype="<f8").tobytes())
+    h.update(np.asarray(diabetic, dtype=bool).astype("u1").tobytes())
+    return h.hexdigest()
+
+
 def verify_diabetes(X: np.ndarray, labels: np.ndarray, n_rows: int = DIABETES_N_ROWS,
                     n_positive: int = DIABETES_N_POSITIVE,
-                    column_sums: Sequence[float] | None = DIABETES_COLUMN_SUMS) -> np.ndarray:
-    """Check the content fingerprint; return y in {−1, +1} with +1 for the class that has ``n_positive`` rows."""
+                    column_sums: Sequence[float] | None = DIABETES_COLUMN_SUMS,
+                    content_sha256: str | None = DIABETES_CONTENT_SHA256) -> np.ndarray:
+    """Check the content (shape, class counts, column sums, then :func:`content_digest` against
+    ``content_sha256``; None skips a check); return y in {−1, +1} with +1 for the class that has ``n_positive``
+    rows."""
     if X.shape != (n_rows, DIABETES_N_FEATURES):
         raise DiabetesFormatError(f"{X.shape[0]} rows × {X.shape[1]} features, expected {n_rows} × {DIABETES_N_FEATURES}")
     if not np.isfinite(X).all():
@@ -141,7 +170,15 @@ def verify_diabetes(X: np.ndarray, labels: np.ndarray, n_rows: int = DIABETES_N_
         if not np.allclose(sums, column_sums, rtol=1e-6, atol=0.01):
             raise DiabetesFormatError(f"column sums {np.round(sums, 3).tolist()} differ from the fingerprint "
                                       f"{list(column_sums)}")
-    return np.where(labels == pos, 1, -1).astype(np.int64)
+    y = np.where(labels == pos, 1, -1).astype(np.int64)
+    if content_sha256 is not None:
+        got = content_digest(X, y == 1)
+        if got != content_sha256:
+            raise DiabetesFormatError(
+                f"content digest sha256 {got[:16]}… is not the Pima data's {content_sha256[:16]}…: the file has "
+                f"the expected shape, class counts and column sums but other values or another row order (an "
+                f"altered, shuffled or fabricated copy)")
+    return y
 
 
 def _candidates(mirror, urls: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -159,11 +196,13 @@ def _candidates(mirror, urls: Sequence[str]) -> list[tuple[str, str, str]]:
 
 def diabetes_arrays(cache_dir: str | os.PathLike, mirror: str | os.PathLike | None = None, *,
                     urls: Sequence[str] | None = None, n_rows: int | None = None, n_positive: int | None = None,
-                    column_sums: Sequence[float] | None | str = "default", progress: bool = True,
+                    column_sums: Sequence[float] | None | str = "default",
+                    content_sha256: str | None = DIABETES_CONTENT_SHA256, progress: bool = True,
                     timeout: float = 60.0) -> tuple[np.ndarray, np.ndarray]:
     """(X (768, 8) float64 unscaled, y (768,) int64 ±1 with +1 = diabetic) of a verified file, obtained and
-    cached in ``cache_dir`` as the module docstring says. ``urls``/``n_rows``/``n_positive``/``column_sums``
-    default to the module constants (tests pass their own for tiny files; ``column_sums=None`` skips the sums)."""
+    cached in ``cache_dir`` as the module docstring says. ``urls``/``n_rows``/``n_positive``/``column_sums``/
+    ``content_sha256`` default to the module constants (tests pass their own for tiny files; None skips the
+    column sums or the digest)."""
     urls = DIABETES_URLS if urls is None else tuple(urls)
     n_rows = DIABETES_N_ROWS if n_rows is None else int(n_rows)
     n_positive = DIABETES_N_POSITIVE if n_positive is None else int(n_positive)
@@ -173,7 +212,7 @@ def diabetes_arrays(cache_dir: str | os.PathLike, mirror: str | os.PathLike | No
 
     def check(path):
         X, lab = read_diabetes(path)
-        return X, verify_diabetes(X, lab, n_rows, n_positive, sums)
+        return X, verify_diabetes(X, lab, n_rows, n_positive, sums, content_sha256)
 
     attempts: list[tuple[str, str]] = []
     for name in (LIBSVM_FILE, CSV_FILE):
@@ -188,7 +227,8 @@ def diabetes_arrays(cache_dir: str | os.PathLike, mirror: str | os.PathLike | No
     def accept(tmp: Path, location: str, name: str):
         arrays = check(tmp)
         os.replace(tmp, cache_dir / name)
-        _say(progress, f"verified {cache_dir / name} ({n_rows} rows, {n_positive} diabetic, column sums)")
+        _say(progress, f"verified {cache_dir / name} ({n_rows} rows, {n_positive} diabetic, column sums"
+                       + (", content digest)" if content_sha256 else ")"))
         return arrays
 
     ok, arrays, more = try_sources(_candidates(mirror, urls), cache_dir, accept, timeout=timeout, progress=progress)
@@ -198,7 +238,7 @@ def diabetes_arrays(cache_dir: str | os.PathLike, mirror: str | os.PathLike | No
     lines = attempt_lines(attempts)
     raise DownloadError(
         f"could not obtain a valid Pima diabetes file ({n_rows} rows × 8 features, {n_positive} diabetic; no checksum "
-        f"is published, so the content is verified). Sources tried:\n{lines}\n"
+        f"is published, so the content is verified by its digest). Sources tried:\n{lines}\n"
         f"To provide it by hand: download the LIBSVM file {DIABETES_URLS[0]} (or the Kaggle/UCI diabetes.csv with "
         f"header {','.join(CSV_COLUMNS)}), put it as `{LIBSVM_FILE}` or `{CSV_FILE}` in a folder and set "
         f"`data.mirror: /that/folder` in the config, or copy it to {cache_dir}.",

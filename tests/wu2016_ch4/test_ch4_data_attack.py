@@ -43,7 +43,8 @@ def test_diabetes_libsvm_and_csv_parse_to_the_same_arrays(tmp_path):
     (tmp_path / "m1" / "diabetes").write_text(_libsvm_text(X, lab))
     (tmp_path / "m2").mkdir()
     (tmp_path / "m2" / "diabetes.csv").write_text(_csv_text(X, lab))
-    kw = dict(n_rows=12, n_positive=4, column_sums=X.sum(0).tolist(), urls=(), progress=False)
+    kw = dict(n_rows=12, n_positive=4, column_sums=X.sum(0).tolist(), urls=(), progress=False,
+              content_sha256=dia.content_digest(X, lab == -1))
     X1, y1 = dia.diabetes_arrays(tmp_path / "c1", tmp_path / "m1", **kw)
     X2, y2 = dia.diabetes_arrays(tmp_path / "c2", tmp_path / "m2", **kw)
     np.testing.assert_allclose(X1, X, atol=1e-6)
@@ -63,18 +64,52 @@ def test_diabetes_fingerprint_rejects_wrong_content_and_leaves_no_cache(tmp_path
     sums[1] += 1.0
     with pytest.raises(DownloadError, match="column sums") as e:
         dia.diabetes_arrays(tmp_path / "c", tmp_path / "m", n_rows=12, n_positive=4, column_sums=sums.tolist(),
-                            urls=(), progress=False)
+                            urls=(), progress=False, content_sha256=None)
     assert "data.mirror" in str(e.value)
     assert not any(p.name in ("diabetes", "diabetes.csv") for p in (tmp_path / "c").iterdir())
     assert not list((tmp_path / "c").glob(".*part"))
     with pytest.raises(DownloadError, match="two classes"):
         dia.diabetes_arrays(tmp_path / "c", tmp_path / "m", n_rows=12, n_positive=5, column_sums=None, urls=(),
-                            progress=False)
+                            progress=False, content_sha256=None)
     # a corrupted cache entry is removed and replaced from the mirror
     (tmp_path / "c" / "diabetes").write_text("garbage\n")
     Xg, _ = dia.diabetes_arrays(tmp_path / "c", tmp_path / "m", n_rows=12, n_positive=4, column_sums=X.sum(0).tolist(),
-                                urls=(), progress=False)
+                                urls=(), progress=False, content_sha256=dia.content_digest(X, lab == -1))
     np.testing.assert_allclose(Xg, X, atol=1e-6)
+
+
+def test_diabetes_digest_rejects_fabricated_altered_and_shuffled_copies(tmp_path):
+    """A file that matches every fingerprint but the digest is refused and never cached: 768 identical rows with
+    the real column sums and class counts (a fabricated copy served from a mirror, cached as real Pima data
+    before); the tiny records with one value changed by 0.01 and then two rows swapped (same column sums)."""
+    sums = np.array(dia.DIABETES_COLUMN_SUMS)
+    fake = np.tile(sums / dia.DIABETES_N_ROWS, (dia.DIABETES_N_ROWS, 1))
+    lab = np.where(np.arange(dia.DIABETES_N_ROWS) < dia.DIABETES_N_POSITIVE, -1, 1)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "diabetes").write_text(_libsvm_text(fake, lab))
+    X0, lab0 = dia.read_diabetes(tmp_path / "m" / "diabetes")
+    np.testing.assert_allclose(X0.sum(0), sums, rtol=1e-6, atol=0.01)          # the old fingerprint passes
+    with pytest.raises(DownloadError, match="content digest") as e:
+        dia.diabetes_arrays(tmp_path / "c", tmp_path / "m", urls=(), progress=False)
+    assert "fabricated" in str(e.value)
+    assert not any(p.name in ("diabetes", "diabetes.csv") for p in (tmp_path / "c").iterdir())
+
+    X, lab = _records()
+    good = dia.content_digest(X, lab == -1)
+    assert dia.verify_diabetes(X, lab, 12, 4, X.sum(0), good).tolist() == np.where(lab == -1, 1, -1).tolist()
+    # formatting does not change the digest: LIBSVM's 6-decimal rendering and a CSV parse to the same content
+    (tmp_path / "f.csv").write_text(_csv_text(X, lab))
+    Xc, labc = dia.read_diabetes(tmp_path / "f.csv")
+    assert dia.content_digest(Xc, labc == 1) == good
+    altered = X.copy()
+    altered[0, 1] += 0.01
+    with pytest.raises(dia.DiabetesFormatError, match="content digest"):
+        dia.verify_diabetes(altered, lab, 12, 4, None, good)
+    swapped = X[[1, 0, *range(2, 12)]]
+    lab_sw = lab[[1, 0, *range(2, 12)]]
+    assert not np.array_equal(swapped, X)
+    with pytest.raises(dia.DiabetesFormatError, match="row order"):
+        dia.verify_diabetes(swapped, lab_sw, 12, 4, X.sum(0), good)
 
 
 def test_diabetes_parsers_report_format_errors():
