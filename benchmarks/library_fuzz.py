@@ -35,6 +35,11 @@ import traceback
 import numpy as np
 
 UNIT_BALL_FREE = {"dpsgd", "non_private"}   # DP-SGD clips per-example gradients; the baseline is not private
+#: the training methods fuzzed, fixed so that two revisions draw the same calls (a method a revision lacks is
+#: drawn all the same and its calls counted as "absent")
+FUZZ_METHODS = ("non_private", "output_perturbation", "loss_perturbation", "dpsgd", "bolt_on", "scs13", "bst14",
+                "output_perturbation_erm", "objective_perturbation", "functional_mechanism",
+                "output_perturbation_erm_tight")
 
 
 class CallTimeout(Exception):
@@ -88,7 +93,7 @@ def make_calls(seed):
 
     cfg = copy.deepcopy(load_config(DEFAULT_CONFIG_PATH, "config/smoke.yaml")["studies"]["membership"])
     cfg["training"]["dpsgd"]["epochs"] = 1
-    methods = list(mc.METHODS)
+    methods = list(FUZZ_METHODS)
     g = np.random.default_rng(seed)
     data_faults = ["norm", "nan", "inf", "empty", "label"]
     targets = [f"train:{m}" for m in methods] + ["fit_mlp", "dpsgd_mlp", "dpsgd_epsilon", "dpsgd_replace_one"]
@@ -104,14 +109,18 @@ def make_calls(seed):
                 faults.remove("eps")
             fault = faults[int(g.integers(len(faults)))]
             Xf, yf = _apply_data_fault(fault, X, y, g)
-            eps, delta = 1.0, mc.method_delta(cfg, name)
+            eps, delta = 1.0, None
             if fault == "delta":
                 delta = float(g.choice([1.0, 1.5, -0.1, np.nan]))
             elif fault == "eps":
                 eps = float(g.choice([0.0, -1.0, np.nan]))
-            m = mc.method_object(cfg, name, 2)
             r = np.random.default_rng(int(g.integers(2**31)))
-            yield target, fault, (lambda m=m, Xf=Xf, yf=yf, eps=eps, delta=delta, r=r:
+            if name not in mc.METHODS:
+                yield target, fault, None
+                continue
+            eps_delta = mc.method_delta(cfg, name) if fault != "delta" else delta
+            m = mc.method_object(cfg, name, 2)
+            yield target, fault, (lambda m=m, Xf=Xf, yf=yf, eps=eps, delta=eps_delta, r=r:
                                   m.train(Xf, yf, 2, eps, delta, r))
         elif target in ("fit_mlp", "dpsgd_mlp"):
             faults = ["none"] * 3 + ["nan", "inf", "empty", "label"]
@@ -146,6 +155,42 @@ def make_calls(seed):
             yield target, fault, (lambda f=f, a=(sigma, q, steps, delta): f(*a))
 
 
+def fuzz(calls: int = 2700, seed: int = 0, limit: float = 20.0, progress: bool = False):
+    """Run ``calls`` fuzzed calls; returns (counts, per-target counts, first message per (target, fault,
+    outcome), one (call, target, fault, outcome) row per call)."""
+    signal.signal(signal.SIGALRM, _alarm)
+    counts = collections.Counter()
+    per_target = collections.defaultdict(collections.Counter)
+    examples, rows = {}, []
+    t0 = time.time()
+    gen = make_calls(seed)
+    for k in range(calls):
+        target, fault, thunk = next(gen)
+        valid = fault == "none" or fault.endswith("_valid")
+        if thunk is None:
+            outcome = "absent"
+        else:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                out = thunk()
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                outcome = "ok" if valid else "silent"
+                if valid and isinstance(out, float) and math.isnan(out):
+                    outcome = "false_refusal"
+                if outcome == "silent":
+                    examples.setdefault((target, fault, outcome), "returned")
+            except Exception as exc:  # noqa: BLE001 - every way a call can end is what is being counted
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                outcome = "false_refusal" if valid else _classify(exc)
+                examples.setdefault((target, fault, outcome), f"{type(exc).__name__}: {str(exc)[:100]}")
+        counts[outcome] += 1
+        per_target[target][outcome] += 1
+        rows.append((k, target, fault, outcome))
+        if progress and (k + 1) % 500 == 0:
+            print(f"  {k + 1}/{calls} calls, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    return counts, per_target, examples, rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=2700)
@@ -156,39 +201,13 @@ def main(argv=None):
     import dpbench
 
     print(f"dpbench from {os.path.dirname(dpbench.__file__)}", flush=True)
-    signal.signal(signal.SIGALRM, _alarm)
-    counts = collections.Counter()
-    per_target = collections.defaultdict(collections.Counter)
-    examples = {}
-    rows = []
     t0 = time.time()
-    calls = make_calls(a.seed)
-    for k in range(a.calls):
-        target, fault, thunk = next(calls)
-        valid = fault == "none" or fault.endswith("_valid")
-        signal.setitimer(signal.ITIMER_REAL, a.limit)
-        try:
-            out = thunk()
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            outcome = "ok" if valid else "silent"
-            if valid and isinstance(out, float) and math.isnan(out):
-                outcome = "false_refusal"
-        except Exception as exc:  # noqa: BLE001 - every way a call can end is what is being counted
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            kind = _classify(exc)
-            outcome = "false_refusal" if valid else kind
-            examples.setdefault((target, fault, outcome), f"{type(exc).__name__}: {str(exc)[:100]}")
-        if outcome == "silent":
-            examples.setdefault((target, fault, outcome), "returned")
-        counts[outcome] += 1
-        per_target[target][outcome] += 1
-        rows.append((k, target, fault, outcome))
-        if (k + 1) % 500 == 0:
-            print(f"  {k + 1}/{a.calls} calls, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    counts, per_target, examples, rows = fuzz(a.calls, a.seed, a.limit, progress=True)
     invalid = sum(counts[o] for o in ("named", "silent", "raw"))
     print(f"{a.calls} calls in {time.time() - t0:.0f}s: {invalid} with invalid input -> named {counts['named']}, "
           f"silent {counts['silent']}, raw {counts['raw']}; {counts['ok'] + counts['false_refusal']} valid -> "
-          f"ok {counts['ok']}, false refusals {counts['false_refusal']}")
+          f"ok {counts['ok']}, false refusals {counts['false_refusal']}"
+          + (f"; {counts['absent']} calls of methods this revision lacks" if counts["absent"] else ""))
     print(f"{'target':<36} {'named':>6} {'silent':>6} {'raw':>5} {'ok':>5} {'false':>5}")
     for t in sorted(per_target):
         c = per_target[t]

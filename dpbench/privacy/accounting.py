@@ -9,9 +9,11 @@ that uses shuffled fixed-size batches instead of Poisson sampling is *not* cover
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -101,16 +103,31 @@ def classic_rdp_to_dp(orders: Sequence[float], rdp: Sequence[float], delta: floa
 _SIGMA_FLOOR = 1e-150
 
 
+@contextlib.contextmanager
+def _pld_overflow_is_infinite():
+    """Run a PLD computation; if its privacy losses leave the float range (a σ so small that dp_accounting's
+    arithmetic overflows: σ = 0.001, q = 0.05 raised OverflowError, σ < 1e-150 ZeroDivisionError), the result is
+    ε = ∞ — the trivial upper bound, so never an understatement of the privacy loss. Yields a list that the
+    block appends its ε to."""
+    result: list[float] = []
+    try:
+        with warnings.catch_warnings(), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            yield result
+    except (OverflowError, ZeroDivisionError, FloatingPointError):
+        result[:] = [math.inf]
+    else:
+        if not result or math.isnan(result[0]):
+            result[:] = [math.inf]
+
+
 @functools.lru_cache(maxsize=65536)
 def _dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, conversion, orders):
     if noise_multiplier < _SIGMA_FLOOR:
         return math.inf
     event = _event(noise_multiplier, sample_rate, steps)
     if accountant == "pld":
-        dpa, pld_privacy_accountant, _ = _dpa()
-        acc = pld_privacy_accountant.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
-        acc.compose(event)
-        return float(acc.get_epsilon(delta))
+        return _pld_epsilon("ADD_OR_REMOVE_ONE", noise_multiplier, sample_rate, steps, delta)
     dpa, _, rdp_privacy_accountant = _dpa()
     acc = rdp_privacy_accountant.RdpAccountant(list(orders), dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
     acc.compose(event)
@@ -147,29 +164,36 @@ def dpsgd_epsilon(
     return _dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, conversion, orders)
 
 
-#: below this ε the replace-one PLD runs at dp_accounting's default discretisation (1e-4, the values every study
+#: below this ε the PLD runs at dp_accounting's default discretisation (1e-4, the values every study
 #: reports); above it the interval grows with ε (relative precision 1e-4), because the grid of a tiny σ's privacy
 #: losses would otherwise need gigabytes (σ = 0.054, q = 0.054, 439 steps: MemoryError after 32 s)
 PLD_FINE_EPSILON = 50.0
 
 
-def _pld_replace_one(noise_multiplier, sample_rate, steps, delta, interval):
+def _pld_pass(relation, noise_multiplier, sample_rate, steps, delta, interval):
     dpa, pld_privacy_accountant, _ = _dpa()
-    acc = pld_privacy_accountant.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE,
-                                               value_discretization_interval=interval)
-    acc.compose(_event(noise_multiplier, sample_rate, steps))
-    return float(acc.get_epsilon(delta))
+    with _pld_overflow_is_infinite() as result:
+        acc = pld_privacy_accountant.PLDAccountant(getattr(dpa.NeighboringRelation, relation),
+                                                   value_discretization_interval=interval)
+        acc.compose(_event(noise_multiplier, sample_rate, steps))
+        result.append(float(acc.get_epsilon(delta)))
+    return result[0]
 
 
 @functools.lru_cache(maxsize=4096)
-def _replace_one_epsilon(noise_multiplier, sample_rate, steps, delta):
-    """The PLD's ε: first a coarse pessimistic pass (an upper bound, milliseconds), then the fine one — at the
-    default interval where ε ≤ :data:`PLD_FINE_EPSILON`, else at 1e-4 × the coarse ε (every pass pessimistic:
-    an upper bound on the exact ε)."""
-    coarse = _pld_replace_one(noise_multiplier, sample_rate, steps, delta,
-                              max(0.1, 1e-5 / float(noise_multiplier) ** 2))
+def _pld_epsilon(relation, noise_multiplier, sample_rate, steps, delta):
+    """The PLD's ε for ``relation`` (``"ADD_OR_REMOVE_ONE"`` or ``"REPLACE_ONE"``): first a coarse pessimistic
+    pass (an upper bound, milliseconds), then the fine one — at dp_accounting's default interval (1e-4) where
+    ε ≤ :data:`PLD_FINE_EPSILON`, else at 1e-4 × the coarse ε (every pass pessimistic: an upper bound on the
+    exact ε). ε = ∞ where σ is below :data:`_SIGMA_FLOOR` or the losses leave the float range."""
+    if noise_multiplier < _SIGMA_FLOOR:
+        return math.inf
+    coarse = _pld_pass(relation, noise_multiplier, sample_rate, steps, delta,
+                       max(0.1, 1e-5 / float(noise_multiplier) ** 2))
+    if math.isinf(coarse):
+        return math.inf
     interval = 1e-4 if coarse <= PLD_FINE_EPSILON else 1e-4 * coarse
-    return _pld_replace_one(noise_multiplier, sample_rate, steps, delta, interval)
+    return _pld_pass(relation, noise_multiplier, sample_rate, steps, delta, interval)
 
 
 def dpsgd_replace_one_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
@@ -178,7 +202,7 @@ def dpsgd_replace_one_epsilon(noise_multiplier: float, sample_rate: float, steps
     analysis). Between the add/remove ε and twice it (group privacy)."""
     noise_multiplier = V.positive("noise_multiplier", noise_multiplier)
     delta, sample_rate, steps, _ = _check_common(delta, sample_rate, steps, "pld", None)
-    return _replace_one_epsilon(noise_multiplier, sample_rate, steps, delta)
+    return _pld_epsilon("REPLACE_ONE", noise_multiplier, sample_rate, steps, delta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,7 +264,7 @@ def calibrate_dpsgd_replace_one(epsilon: float, delta: float, sample_rate: float
 @functools.lru_cache(maxsize=1024)
 def _calibrate_replace_one(epsilon, delta, sample_rate, steps, rtol):
     def eps_of(sigma):
-        return _replace_one_epsilon(sigma, sample_rate, steps, delta)
+        return _pld_epsilon("REPLACE_ONE", sigma, sample_rate, steps, delta)
 
     sigma = _smallest_sigma(eps_of, epsilon, rtol, (0.25, 0.5), 1e6, 1e-3)
     return DpsgdCalibration(sigma, epsilon, delta, sample_rate, steps, "pld", "replace_one")

@@ -149,4 +149,27 @@ def test_replace_one_pld_at_tiny_noise_returns_instead_of_exhausting_memory():
     eps = dpsgd_replace_one_epsilon(0.054, 0.054, 439, 0.054)
     assert 1_000 < eps < 10_000
     for args in ((1.0, 0.0043, 4700, 1e-5), (0.5, 0.01, 1000, 1e-5)):
-        assert dpsgd_replace_one_epsilon(*args) == A._pld_replace_one(*args, 1e-4)
+        assert dpsgd_replace_one_epsilon(*args) == A._pld_pass("REPLACE_ONE", *args, 1e-4)
+
+
+def test_pld_epsilon_of_a_vanishing_sigma_is_infinite_not_an_exception():
+    """σ below the float range of the PLD's privacy losses: ε = ∞ (the trivial upper bound) where
+    dp_accounting raised ZeroDivisionError (σ = 1e-310), OverflowError (σ = 1e-3, q = 0.05) or numpy's
+    "Maximum allowed size exceeded" (add/remove PLD, σ = 1e-100); a finite answer where one exists, and the
+    add/remove PLD below ε = 50 exactly dp_accounting's at its default interval."""
+    import math
+    import warnings
+
+    from dpbench.privacy import accounting as A
+    from dpbench.privacy import dpsgd_epsilon, dpsgd_replace_one_epsilon
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for sigma in (1e-310, 1e-200, 1e-100, 1e-8, 1e-3):
+            assert dpsgd_replace_one_epsilon(sigma, 0.05, 100, 1e-5) == math.inf
+            assert dpsgd_epsilon(sigma, 0.05, 100, 1e-5, accountant="pld") == math.inf
+        assert 1e4 < dpsgd_replace_one_epsilon(0.01, 0.05, 100, 1e-5) < 1e6
+    dpa, pld, _ = A._dpa()
+    acc = pld.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    acc.compose(A._event(1.0, 0.05, 100))
+    assert dpsgd_epsilon(1.0, 0.05, 100, 1e-5, accountant="pld") == float(acc.get_epsilon(1e-5))
