@@ -15,7 +15,10 @@ local folder (or base URL) holding ``bio_train.dat`` or ``data_kddcup04.tar.gz``
 config, or pass ``mirror=``); a ``bio_train.dat`` copied directly into the cache folder also works.
 
 Verification: no checksum is published for this file, so **the content is verified instead of the bytes**:
-exactly 145,751 rows, 77 numeric columns, labels in {0, 1}. Every candidate (a cached file, the mirror's file,
+exactly 145,751 rows, 77 numeric columns, labels in {0, 1}, finite features, unique example ids, block ids in
+1..303 with 153 distinct blocks (the KDD Cup's format notes: 303 native sequences, split into the training and
+test files). No digest is checked: none is published and no copy of the file could be obtained to establish one
+(a file with the right shape, ids and labels but other values is therefore not detected). Every candidate (a cached file, the mirror's file,
 a file extracted from an archive, a download) is written to a temporary file, parsed and verified, and only
 then moved into place with ``os.replace``; a file failing verification never becomes (or stays) the cache
 entry. The parsed arrays are cached in ``bio_train.dat.parsed-<key>/`` (key = sha256 of the file + parser
@@ -48,6 +51,10 @@ PROTEIN_PAGE = "http://osmot.cs.cornell.edu/kddcup/datasets.html"
 PROTEIN_N_ROWS = 145_751
 PROTEIN_N_FEATURES = 74
 PROTEIN_N_COLUMNS = PROTEIN_N_FEATURES + 3
+#: block ids run from 1 to 303, one per native sequence, assigned before the blocks were split into the train and
+#: test files (the KDD Cup 2004 format notes); the training file holds 153 of them (the test file the other 150)
+PROTEIN_MAX_BLOCK = 303
+PROTEIN_N_BLOCKS = 153
 PROTEIN_N_TRAIN = 72_876
 PROTEIN_N_TEST = 72_875
 SPLIT_KEY = "protein/split"
@@ -91,8 +98,11 @@ def read_bio_train(
     return arrays
 
 
-def verify_protein(arrays: Mapping[str, np.ndarray], n_rows: int, n_features: int = PROTEIN_N_FEATURES) -> None:
-    """Check the row and feature counts and the labels of parsed arrays; raise :class:`ProteinFormatError`."""
+def verify_protein(arrays: Mapping[str, np.ndarray], n_rows: int, n_features: int = PROTEIN_N_FEATURES,
+                   n_blocks: int | None = None) -> None:
+    """Check the row and feature counts, the labels, finite features, unique example ids, block ids within
+    1..:data:`PROTEIN_MAX_BLOCK` and (when given) the number of distinct blocks; raise
+    :class:`ProteinFormatError`."""
     X, lab = arrays["features"], arrays["label"]
     if X.ndim != 2 or X.shape[1] != n_features or lab.shape != (X.shape[0],):
         raise ProteinFormatError(f"features of shape {X.shape} and labels {lab.shape}, expected (n, {n_features})")
@@ -102,6 +112,16 @@ def verify_protein(arrays: Mapping[str, np.ndarray], n_rows: int, n_features: in
         raise ProteinFormatError("labels must be 0 or 1")
     if not np.isfinite(X).all():
         raise ProteinFormatError("features contain NaN or infinity")
+    block, example = arrays.get("block"), arrays.get("example")
+    if example is not None and np.unique(example).size != example.size:
+        raise ProteinFormatError(f"example ids (column 2) repeat: {example.size - np.unique(example).size} "
+                                 f"duplicates (each example has its own id)")
+    if block is not None:
+        if block.size and (block.min() < 1 or block.max() > PROTEIN_MAX_BLOCK):
+            raise ProteinFormatError(f"block ids (column 1) must lie in 1..{PROTEIN_MAX_BLOCK}, found "
+                                     f"{block.min()}..{block.max()}")
+        if n_blocks is not None and np.unique(block).size != n_blocks:
+            raise ProteinFormatError(f"{np.unique(block).size} distinct blocks, expected {n_blocks}")
 
 
 def _key(path: Path) -> str:
@@ -151,6 +171,7 @@ def protein_arrays(
     module docstring says and cached in ``cache_dir``. ``urls`` and ``n_rows`` default to
     :data:`PROTEIN_URLS` and :data:`PROTEIN_N_ROWS` (read at call time). Raises ``DownloadError`` (listing
     every source and why it failed) if no source yields a file that passes verification."""
+    n_blocks = PROTEIN_N_BLOCKS if n_rows is None else None    # the block count only for the full file
     n_rows = PROTEIN_N_ROWS if n_rows is None else int(n_rows)
     srcs = PROTEIN_URLS if urls is None else tuple(urls)
     cache_dir = Path(cache_dir).expanduser()
@@ -158,7 +179,7 @@ def protein_arrays(
     target = cache_dir / PROTEIN_FILE
 
     def verify(a):
-        verify_protein(a, n_rows)
+        verify_protein(a, n_rows, n_blocks=n_blocks)
 
     attempts: list[tuple[str, str]] = []
     if target.exists():

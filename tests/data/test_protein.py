@@ -172,6 +172,7 @@ def test_registry_real_and_fallback(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(prot, "PROTEIN_N_ROWS", N)
     monkeypatch.setattr(prot, "PROTEIN_N_TRAIN", 21)
     monkeypatch.setattr(prot, "PROTEIN_N_TEST", 20)
+    monkeypatch.setattr(prot, "PROTEIN_N_BLOCKS", 5)   # blocks 279..283 of _rows
     ds = load_dataset("protein", cache_dir=tmp_path / "d2", mirror=tmp_path / "mirror", source="auto", n_test=7)
     assert not ds.is_substitute and ds.variant == "protein"
     assert ds.X_train.shape == (21, 74) and ds.X_test.shape == (7, 74)
@@ -189,3 +190,21 @@ def test_read_bio_train_raises_format_errors(tmp_path):
     p = _write(tmp_path, "1.5\t2\t0\t" + "\t".join(["0.1"] * 74) + "\n")
     with pytest.raises(ProteinFormatError, match="must be integers"):
         read_bio_train(p)
+
+
+def test_ids_are_checked():
+    """Beyond shape and labels: repeated example ids, block ids outside 1..303 and (for the full file) a wrong
+    number of distinct blocks are named errors."""
+    import pytest
+
+    text, lab, feats = _rows()
+    arrays = {"block": np.full(N, 279, np.int64), "example": np.arange(N, dtype=np.int64),
+              "label": lab.astype(np.int8), "features": feats.astype(np.float32)}
+    prot.verify_protein(arrays, N)
+    prot.verify_protein(arrays, N, n_blocks=1)
+    with pytest.raises(ProteinFormatError, match="distinct blocks"):
+        prot.verify_protein(arrays, N, n_blocks=153)
+    with pytest.raises(ProteinFormatError, match="example ids"):
+        prot.verify_protein({**arrays, "example": np.zeros(N, np.int64)}, N)
+    with pytest.raises(ProteinFormatError, match="1..303"):
+        prot.verify_protein({**arrays, "block": np.full(N, 304, np.int64)}, N)
