@@ -52,7 +52,8 @@ PROTEIN_N_ROWS = 145_751
 PROTEIN_N_FEATURES = 74
 PROTEIN_N_COLUMNS = PROTEIN_N_FEATURES + 3
 #: block ids run from 1 to 303, one per native sequence, assigned before the blocks were split into the train and
-#: test files (the KDD Cup 2004 format notes); the training file holds 153 of them (the test file the other 150)
+#: test files (the KDD Cup 2004 format notes); the training file holds 153 of them (the test file the other 150;
+#: the 153 training blocks as reported in the participants' data inspections, e.g. the Dortmund group's report)
 PROTEIN_MAX_BLOCK = 303
 PROTEIN_N_BLOCKS = 153
 PROTEIN_N_TRAIN = 72_876
