@@ -205,6 +205,74 @@ def audit_dpsgd_mlp(config, epsilon, twin, trials, rng):
     return _dpsgd_result(side(1.0), side(-1.0), p)
 
 
+#: learning rate of the all-tensor pair: small enough that the canary's class-0/1 balance drifts by < 0.1 in logit
+#: over the run (std ≈ 200·lr·σν), so every tensor of its gradient stays above ν on both sides
+TENSORS_LR = 1e-4
+
+
+@register(name="dpsgd_mlp_tensors", label="DP-SGD, MLP, all-tensor label-flip pair (vdm2020 Eq. 4, global clip)",
+          study="vdm2020", pure=False, gaussian_composition=True, post_training_noise=False,
+          twins=("noise_x0.5", "bug_per_tensor_clip", "noise_x0.1"),
+          notes="The MLP's DP-SGD (its σ, q, T, ν as dpsgd_mlp) on a second pair, built so that the canary's "
+                "gradient fills every parameter tensor: a 2-feature, 2-unit, 3-class network; the other records "
+                "x = 0, label 2, with every hidden unit dead and b₂ saturating them on class 2 (p = e₂ exactly: "
+                "gradient 0); the canary x = (1, 0) keeps unit 1 alive (h = 1) and class 2 suppressed, and its "
+                "classes 0 and 1 balanced (p = (½, ½, 0)); labels 0 vs 1 (a label flip), whose gradients are "
+                "exact negatives of each other for any p₀, p₁ (δ₂ ∝ (−1, 1, 0)). Tensor norms of the canary's "
+                "gradient at the start: W1 1, b1 1, W2 0.71, b2 0.71, all above ν = 0.512, so global clipping "
+                "moves the sum by ν and per-tensor clipping (the authors' code, erratum 14) by 2ν. Statistic: "
+                "the transcript along u = the normalised sum of the four tensors' unit directions, on which the "
+                "correct clipped gradient has 0.986ν and the per-tensor one 2ν. Learning rate 1e-4 (the "
+                "auditor's choice: the accountant depends on q, σ, T only) keeps the drift of the canary's "
+                "class balance below 0.1 in logit. " + _TRANSCRIPT_NOTE)
+def audit_dpsgd_mlp_tensors(config, epsilon, twin, trials, rng):
+    from dpbench.methods.mlp import dpsgd_mlp
+    from dpbench.privacy import dpsgd_replace_one_epsilon
+
+    p = _dpsgd_setup(config, config["studies"]["vdm2020"]["mlp"]["dpsgd"], epsilon, twin)
+    p["lr"] = TENSORS_LR
+    N, T, nu, sigma, lr = p["N"], p["T"], p["nu"], p["sigma"], p["lr"]
+    theta0, X, y, coordinate, start = tensors_pair(N)
+
+    def side(label):
+        ys = y.copy()
+        ys[-1] = label
+
+        def train(k, observe):
+            dpsgd_mlp(X, ys, 3, 2, noise_multiplier=sigma, clip=nu, batch_size=1, epochs=p["epochs_a"],
+                      learning_rate=lr, rng=rng, n_runs=k, schedule="constant", params0=theta0, observe=observe,
+                      float32=p["float32"], clipping="per_tensor" if twin == "bug_per_tensor_clip" else "global")
+        # label 0: the clipped canary gradient has +0.986ν along u (2ν per-tensor), so each sampled step lowers θ·u
+        return _dpsgd_transcripts(p, trials, train, coordinate, start)
+
+    out = _dpsgd_result(side(0), side(1), p)
+    if twin == "bug_per_tensor_clip":   # four tensors at ν each: the sum moves by up to 2ν, i.e. σ/2 per ν
+        out["eps_pair_variant"] = dpsgd_replace_one_epsilon(sigma / 2.0, 1.0 / N, T, p["delta"])
+    return out
+
+
+def tensors_pair(n: int):
+    """The all-tensor label-flip pair of :func:`audit_dpsgd_mlp_tensors` on ``n`` records: (θ₀ MLPParams, X
+    (n, 2), labels (n,) with the canary's (the last row) still to set to 0 or 1, ``coordinate(θ stack) -> θ·u``,
+    θ₀·u)."""
+    from dpbench.learn.mlp import MLPParams
+
+    G, K = 1000.0, 1000.0           # the others' class-2 margin; the canary's class-2 suppression
+    theta0 = MLPParams(W1=np.array([[2.0, 0.0], [0.0, 0.0]]), b1=np.array([-1.0, -1.0]),
+                       W2=np.array([[-1.0, 1.0, -(G + K)], [0.0, 0.0, 0.0]]), b2=np.array([2.0, 0.0, G]))
+    X = np.zeros((n, 2))
+    X[-1] = (1.0, 0.0)
+    y = np.full(n, 2, dtype=np.int64)
+    s2 = 1.0 / math.sqrt(2.0)
+
+    def coordinate(th):   # u = (e_W1[0,0] + e_b1[0] + (e_W2[0,1] − e_W2[0,0])/√2 + (e_b2[1] − e_b2[0])/√2)/2
+        return 0.5 * (th.W1[:, 0, 0] + th.b1[:, 0] + s2 * (th.W2[:, 0, 1] - th.W2[:, 0, 0])
+                      + s2 * (th.b2[:, 1] - th.b2[:, 0]))
+
+    start = float(coordinate(MLPParams(*(a[None] for a in (theta0.W1, theta0.b1, theta0.W2, theta0.b2))))[0])
+    return theta0, X, y, coordinate, start
+
+
 # ---------------------------------------------------------------------------------------------------------
 # wu2016 ch. 3: bolt-on PSGD (output perturbation of PSGD)
 # ---------------------------------------------------------------------------------------------------------

@@ -574,13 +574,33 @@ def _fields(p):
 # ----------------------------------------------------------------------------------------------------------
 
 
-def mlp_clipped_sum(y, X, H, C, clip):
+def mlp_clipped_sum(y, X, H, C, clip, per_tensor=False):
     """The per-example clipped-sum plug of :func:`dpbench.learn.dpsgd.dpsgd_loop` for the MLP: global norm over
     all parameters (module docstring), clipped sums Xᵀ(s·δ1), Σ s·δ1, Hᵀ(s·δ2), Σ s·δ2 added to ``out``. Works in
-    X's dtype (float32: norms and clip factors in float64 against ν·(1 − 2⁻²⁰), :mod:`dpbench.learn.dpsgd`)."""
+    X's dtype (float32: norms and clip factors in float64 against ν·(1 − 2⁻²⁰), :mod:`dpbench.learn.dpsgd`).
+
+    ``per_tensor=True`` clips each parameter tensor (W1, b1, W2, b2) of each example to ν on its own — the
+    clipping of the authors' released code (vdm2020 erratum 14) and, at the noise σν of global clipping, an
+    implementation bug: an example then moves the sum by up to 2ν (four tensors at ν each), not ν, so the
+    accountant's ε does not hold. It exists for the audit's twin (:mod:`dpbench.audit.sgd`)."""
     D = X.shape[1]
     xsq = sq_norms64(X)
     nu = clip_target(clip, X.dtype)
+
+    def per_tensor_plug(theta, Xb, ii, valid, out):
+        W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
+        Hh, D1, D2, _ = _forward_backward(W1, b1, W2, b2, Xb, y[ii])
+        d1, d2, h = sq_norms64(D1), sq_norms64(D2), sq_norms64(Hh)
+        norms = (np.sqrt(xsq[ii] * d1), np.sqrt(d1), np.sqrt(h * d2), np.sqrt(d2))   # W1, b1, W2, b2
+        sW1, sb1, sW2, sb2 = (clip_weights(n, nu, valid) for n in norms)
+        acc = _fields(MLPParams.from_flat(out, D, H, C))
+        pa = _grad_sums(Xb, Hh, D1 * sW1.astype(D1.dtype)[..., None], D2 * sW2.astype(D2.dtype)[..., None])
+        pb = _grad_sums(Xb, Hh, D1 * sb1.astype(D1.dtype)[..., None], D2 * sb2.astype(D2.dtype)[..., None])
+        for a, part in zip(acc, (pa[0], pb[1], pa[2], pb[3])):
+            a += part
+        gnorm = np.sqrt(sum(n * n for n in norms))
+        clipped = np.sqrt(sum((sc * n) ** 2 for sc, n in zip((sW1, sb1, sW2, sb2), norms)))
+        return np.divide(clipped, gnorm, out=np.zeros_like(gnorm), where=gnorm > 0), gnorm
 
     def plug(theta, Xb, ii, valid, out):
         W1, b1, W2, b2 = _fields(MLPParams.from_flat(theta, D, H, C))
@@ -594,4 +614,4 @@ def mlp_clipped_sum(y, X, H, C, clip):
             acc += part
         return scale, gnorm
 
-    return plug
+    return per_tensor_plug if per_tensor else plug

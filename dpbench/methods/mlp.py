@@ -47,6 +47,7 @@ def dpsgd_mlp(
     blas_threads=1,
     observe=None,
     float32=False,
+    clipping="global",
 ):
     """Run ``n_runs`` independent DP-SGD trainings of the MLP (Eq. 4, GLOBAL clipping to ``clip`` = ν) at once.
 
@@ -66,8 +67,12 @@ def dpsgd_mlp(
     ``observe(t, params)``: called after every step with read-only stacked MLPParams views of the iterates (the
     transcript; :mod:`dpbench.audit.sgd`). ``float32``: the loop in single precision (clip factors still from
     float64 norms, :mod:`dpbench.learn.dpsgd`); the start is drawn in float64 and rounded; the returned
-    parameters are float64.
+    parameters are float64. ``clipping="per_tensor"``: each parameter tensor clipped to ν on its own
+    (:func:`dpbench.learn.mlp.mlp_clipped_sum`) — the authors' code (vdm2020 erratum 14), NOT ε-DP at this σ;
+    only for the audit's twin.
     """
+    if clipping not in ("global", "per_tensor"):
+        raise ValueError(f"clipping must be 'global' (Eq. 4) or the audit's bug 'per_tensor', got {clipping!r}")
     X = _v.feature_matrix("X", X)      # finite, non-empty (every gradient is clipped: any norm)
     N, D = X.shape
     C = int(n_classes)
@@ -89,17 +94,17 @@ def dpsgd_mlp(
     with blas_thread_limit(blas_threads):
         return _dpsgd(X, y, C, int(hidden), float(noise_multiplier), float(clip), int(batch_size), steps,
                       float(learning_rate), streams, R, sampling, schedule, return_trace, params0, observe,
-                      bool(float32))
+                      bool(float32), clipping == "per_tensor")
 
 
 def _dpsgd(X, y, C, H, sigma, clip, batch_size, steps, learning_rate, streams, R, sampling, schedule,
-           return_trace, params0, observe=None, float32=False):
+           return_trace, params0, observe=None, float32=False, per_tensor=False):
     N, D = X.shape
     theta = _init_runs(streams, R, D, H, C, params0)
     if float32:
         X, theta = X.astype(np.float32), theta.astype(np.float32)
     shared, gens = streams
-    trace = dpsgd_loop(X, theta, mlp_clipped_sum(y, X, H, C, clip), rng=shared if shared is not None else gens,
+    trace = dpsgd_loop(X, theta, mlp_clipped_sum(y, X, H, C, clip, per_tensor), rng=shared if shared is not None else gens,
                        batch_size=batch_size, steps=steps, sampling=sampling, noise_std=sigma * clip,
                        lrs=learning_rate * lr_factors(steps, schedule), return_trace=return_trace,
                        observe=None if observe is None else

@@ -14,7 +14,7 @@ SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 
          "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000,
          "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000,
          "dpsgd_mlp": 200, "scs13": 5_000, "bst14": 200, "loss_perturbation_tight": 20,
-         "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000}
+         "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000, "dpsgd_mlp_tensors": 200}
 
 # (method, twin, claimed ε, trials per side): each twin is caught (ε̂ > claimed ε) at this small size
 CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
@@ -33,6 +33,7 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("ldp_mean", "noise_x0.5", 1.0, 20_000),
           ("ldp_sgd_report", "noise_x0.5", 1.0, 20_000),
           ("dpsgd_mlp", "noise_x0.1", 1.0, 300),
+          ("dpsgd_mlp_tensors", "noise_x0.1", 1.0, 300),
           ("scs13", "bug_passes_accounted", 1.0, 5_000),
           ("scs13", "bug_passes_accounted", 4.0, 5_000),
           ("bst14", "noise_x0.001", 1.0, 100),

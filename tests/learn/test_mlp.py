@@ -343,3 +343,39 @@ def test_input_validation():
         dpsgd_mlp(X, Y, C, H, **dp, rng=0)
     with pytest.raises(TypeError):
         dpsgd_mlp(X, Y, C, H, **dp, rng=[np.random.default_rng(0)], n_runs=2)  # one Generator per run
+
+
+def test_per_tensor_clipping_plug_matches_brute_force():
+    """The audit's per-tensor twin (the authors' code, vdm2020 erratum 14): every tensor of every example clipped
+    to ν on its own, checked against per-example gradients from ``mlp_loss_and_gradient``; the global plug is
+    unchanged, and a dominated example moves the per-tensor sum by up to 2ν (four tensors) instead of ν."""
+    from dpbench.learn.mlp import MLPParams, init_mlp, mlp_clipped_sum, mlp_loss_and_gradient
+
+    g = np.random.default_rng(3)
+    D, H, C, n, nu = 3, 4, 3, 7, 0.3
+    X = g.standard_normal((n, D)) * 3
+    y = g.integers(0, C, n)
+    p = init_mlp(g, D, H, C)
+    flat = p.to_flat() if hasattr(p, "to_flat") else np.concatenate([a.ravel() for a in (p.W1, p.b1, p.W2, p.b2)])
+    want = [np.zeros_like(a) for a in (p.W1, p.b1, p.W2, p.b2)]
+    want_global = [np.zeros_like(a) for a in want]
+    for i in range(n):
+        _, gi = mlp_loss_and_gradient(p, X[i:i + 1], y[i:i + 1])
+        parts = (gi.W1, gi.b1, gi.W2, gi.b2)
+        tot = np.sqrt(sum(float(np.vdot(a, a)) for a in parts))
+        for w, wg, a in zip(want, want_global, parts):
+            w += a * min(1.0, nu / np.linalg.norm(a))
+            wg += a * min(1.0, nu / tot)
+    for per_tensor, expect in ((True, want), (False, want_global)):
+        out = np.zeros((1, flat.size))
+        plug = mlp_clipped_sum(y, X, H, C, nu, per_tensor=per_tensor)
+        scale, gnorm = plug(flat[None].copy(), X[None], np.arange(n)[None], None, out)
+        got = MLPParams.from_flat(out, D, H, C)
+        for a, b in zip((got.W1[0], got.b1[0], got.W2[0], got.b2[0]), expect):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        assert np.all(scale * gnorm <= (2 * nu if per_tensor else nu) * (1 + 1e-12))
+    # one example whose four tensors all exceed ν: its per-tensor clipped gradient has norm 2ν
+    out = np.zeros((1, flat.size))
+    plug = mlp_clipped_sum(y, X, H, C, 1e-6, per_tensor=True)
+    scale, gnorm = plug(flat[None].copy(), X[None, :1], np.zeros((1, 1), dtype=np.int64), None, out)
+    np.testing.assert_allclose(np.linalg.norm(out), 2e-6, rtol=1e-9)
