@@ -272,6 +272,7 @@ AUDIT_CPU_S_PER_TRIAL = {
     "bst14": 9.0e-2,                                          # one BST14 run of T = 14,576 steps per trial
     "loss_perturbation_tight": 2.5e-3,   # `dpbench audit loss_perturbation_tight`: 91 s for 6 cells x 2 x 3,000
     "dpsgd_softmax_tight": 5.4e-3,       # `dpbench audit dpsgd_softmax_tight`: 257 CPU-s for 6 cells x 2 x 4,000
+    "dpsgd_mlp_tensors": 7.6e-3,         # `dpbench audit dpsgd_mlp_tensors`: 367 CPU-s for 6 cells x 2 x 4,000
 }
 AUDIT_CELL_OVERHEAD_S = 0.5
 
