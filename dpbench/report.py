@@ -340,6 +340,7 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
         for r in claims.itertuples())
     table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
              f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
+    tight_note = ""
     if len(tight):   # the row group "under tight calibration": each claim beside its verdict as the source calibrates
         was = {(r.study, r.claim): r for r in claims.itertuples()}
         trows = "".join(
@@ -352,19 +353,49 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
             for r in tight.itertuples() for old in [was.get((r.study, r.claim[:-len(TIGHT_CLAIM)]))])
         n_changed = sum(1 for r in tight.itertuples()
                         if (o := was.get((r.study, r.claim[:-len(TIGHT_CLAIM)]))) is not None and o.verdict != r.verdict)
-        table += (f"<p><b>Under tight calibration</b> — the claims whose measurement moves when every method with a "
-                  f"tight calibration (series <code>*_tight</code>, dashed in the figures) stands in for its source "
-                  f"calibration: {len(tight)} re-evaluated, {n_changed} verdicts change. Not claims of the sources; "
-                  "not counted above.</p>"
-                  f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
-                  f"<th>measured (tight)</th><th>verdict (source calibration)</th><th>verdict (tight)</th></tr>"
-                  f"{trows}</table>")
-    if fragment:  # the report's landing page centres its content: keep it a screen high, the table scrolls inside
-        return (f"<div style='font-family:sans-serif;width:calc(100vw - 340px);max-width:1500px'>{head}{summary}"
-                "<p><b>Every claim</b> (scroll inside the table; a figure's name opens it):</p>"
-                f"<div style='max-height:42vh;overflow:auto;border:1px solid #ccc'>{table}</div></div>")
+        tight_note = (f"<p><b>Under tight calibration</b> — the claims whose measurement moves when every method "
+                      f"with a tight calibration (series <code>*_tight</code>, dashed in the figures) stands in for "
+                      f"its source calibration: {len(tight)} re-evaluated, {n_changed} verdicts change. Not claims "
+                      "of the sources; not counted above.</p>"
+                      f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
+                      f"<th>measured (tight)</th><th>verdict (source calibration)</th><th>verdict (tight)</th></tr>"
+                      f"{trows}</table>")
+        table += tight_note
+    if fragment:
+        return _landing_fragment(claims, head, summary, tight_note, a)
     body = f"<div style='font-family:sans-serif'>{head}{summary}<p></p>{table}</div>"
     return ("<html><head><meta charset='utf-8'><title>Claims</title></head><body>" + body + "</body></html>")
+
+
+#: the landing page's claim table: verdict first, then what is claimed and measured, in a fixed layout that fits
+#: the report's content pane of a 1,400-px window (the sidebar takes ~280 px); long words break inside their cell
+LANDING_COLUMNS = (("verdict", "15%"), ("study", "8%"), ("figure", "7%"), ("claim", "11%"), ("statement", "26%"),
+                   ("measured", "25%"), ("data, grid", "8%"))
+#: Snakemake's report centres the landing page vertically (a flex box of the window's height): content taller
+#: than the window lost its top, which could not be scrolled to. While the fragment is shown it starts at the top.
+LANDING_STYLE = "<style>div.h-screen.items-center{align-items:flex-start}</style>"
+
+
+def _landing_fragment(claims: pd.DataFrame, head: str, summary: str, tight_note: str, a) -> str:
+    """The report's landing page: the counts, then every claim with its verdict first (:data:`LANDING_COLUMNS`),
+    the table scrolling inside a box of 60 % of the window's height, then the tight-calibration row group."""
+    esc = html.escape
+    cell = "style='overflow-wrap:anywhere;vertical-align:top'"
+    rows = "".join(
+        f"<tr><td {cell}><span style='color:{COLOURS.get(r.verdict, 'black')};font-weight:bold'>"
+        f"{esc(verdict_text(r))}</span></td><td {cell}>{esc(r.study)}</td><td {cell}>{a(r.study, r.figure, r.figure)}"
+        f"</td><td {cell}>{esc(r.claim)}</td><td {cell}>{esc(r.statement)}</td><td {cell}>{esc(r.measured)}</td>"
+        f"<td {cell}>{esc(r.dataset_variant)}; "
+        f"{'<i>' + V.REDUCED_LABEL + '</i>' if r.reduced_grid else 'full grid'}</td></tr>"
+        for r in claims.itertuples())
+    cols = "".join(f"<col style='width:{w}'>" for _, w in LANDING_COLUMNS)
+    heads = "".join(f"<th style='text-align:left'>{esc(n)}</th>" for n, _ in LANDING_COLUMNS)
+    table = ("<table border='1' cellpadding='3' style='border-collapse:collapse;font-family:sans-serif;"
+             f"font-size:12px;width:100%;table-layout:fixed'><colgroup>{cols}</colgroup><tr>{heads}</tr>{rows}</table>")
+    return (f"{LANDING_STYLE}<div style='font-family:sans-serif;width:calc(100vw - 340px);max-width:1500px'>"
+            f"{head}{summary}<p><b>Every claim</b>, verdict first (scroll inside the table; a figure's name opens it):"
+            f"</p><div style='max-height:60vh;overflow:auto;border:1px solid #ccc'>{table}</div>"
+            f"<div style='overflow-x:auto'>{tight_note}</div></div>")
 
 
 def write_claims(config: dict, anchor_parquets: list[str], out_parquet, out_html, out_fragment,
