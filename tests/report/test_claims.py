@@ -125,3 +125,26 @@ def test_studies_that_check_every_series_on_its_own_get_no_tight_rows():
     st = SimpleNamespace(anchor_checks=lambda f: called.append(f) or rows)
     assert set(TIGHT_CLAIMS_SKIP) == {"audit", "membership"}
     assert tight_checks("audit", st, frames, rows).empty and not called
+
+
+def test_landing_fragment_puts_the_verdict_first_and_fits_the_pane():
+    """The report's landing page (issue: at 1400×1000 the verdict, 6th of 14 columns, was off-screen and the top of
+    the page clipped): the claim table's first column is the verdict, its layout is fixed with widths summing to
+    100 % of the pane, and the style rule that stops the report's vertical centring comes with it."""
+    import re
+
+    import pandas as pd
+
+    from dpbench import report as R
+
+    claims = pd.DataFrame([{"study": "vdm2020", "source": "van der Maaten & Hannun (2020)", "figure": "fig1a",
+                            "claim": "claim1a", "statement": "s", "measured": "m", "verdict": "holds", "reason": "",
+                            "dataset_variant": "mnist", "reduced_grid": False, "calibration": "source"}])
+    frag = R.claims_html(claims, link=lambda s, f: f"{s}/{f}.png", fragment=True)
+    assert frag.startswith(R.LANDING_STYLE) and "align-items:flex-start" in R.LANDING_STYLE
+    heads = re.findall(r"<th style='text-align:left'>([^<]*)</th>", frag)
+    assert heads[0] == "verdict" and heads[:6] == ["verdict", "study", "figure", "claim", "statement", "measured"]
+    assert "table-layout:fixed" in frag
+    assert sum(float(w.rstrip("%")) for _, w in R.LANDING_COLUMNS) == 100
+    first_row = frag.split("</th></tr>", 1)[1]
+    assert first_row.index("holds") < first_row.index("fig1a") < first_row.index("claim1a")
