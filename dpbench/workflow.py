@@ -181,12 +181,8 @@ def figure_data_files(config: dict, study: str, figure: str) -> list[str]:
 
 
 def figure_data_signature(config: dict, study: str, name: str) -> str:
-    """What figure data ``name`` depends on: the study's data and the settings of the figures that need it."""
-    cfg = config["studies"][study]
-    figs = {f: (cfg.get("figures") or {}).get(f) for f in STUDIES[study].figure_names(cfg)
-            if name in STUDIES[study].figure_data(config, f)}
-    return json.dumps({"dataset": dataset_signature(config, study), "name": name, "figures": figs},
-                      sort_keys=True, default=str)
+    """What figure data ``name`` depends on (:meth:`Study.figure_data_signature`)."""
+    return STUDIES[study].figure_data_signature(config, name)
 
 
 def job_figure_data(config: dict, study: str, name: str, out: str, threads: int, log: str) -> None:

@@ -26,7 +26,8 @@ from typing import ClassVar
 #: what every study declares (besides the names of its shape, below)
 COMMON = ("name", "source", "shape", "data_note", "neighbouring", "figures", "validate", "figure_names", "figure", "series",
           "deviations", "anchor_checks", "series_threads", "series_code_hash", "dataset_signature",
-          "report_html", "report_lead_html", "extend_schema", "figure_data", "prepare_figure_data")
+          "report_html", "report_lead_html", "extend_schema", "figure_data", "prepare_figure_data",
+          "figure_data_signature")
 CELL = ("points", "make_method", "problem", "tuning_grid", "fixed_hyperparameter", "prepare_more",
         "preprocessing", "prepare_dataset")
 UNIT = ("run_series", "plot", "prepare_dataset")
@@ -110,6 +111,15 @@ class Study(abc.ABC):
     def prepare_figure_data(self, config: dict, name: str, n_jobs: int = 1) -> dict:
         """Prepare (generate, download, cache) the figure data ``name`` with ``n_jobs`` workers; its manifest."""
         raise ValueError(f"study {self.name!r} declares no figure data {name!r}")
+
+    def figure_data_signature(self, config: dict, name: str) -> str:
+        """What figure data ``name`` depends on (a change re-prepares it, and reruns what reads it). Default: the
+        study's data (:meth:`dataset_signature`) and the settings of the figures that need it."""
+        cfg = config["studies"][self.name]
+        figs = {f: (cfg.get("figures") or {}).get(f) for f in self.figure_names(cfg)
+                if name in self.figure_data(config, f)}
+        return json.dumps({"dataset": self.dataset_signature(config), "name": name, "figures": figs},
+                          sort_keys=True, default=str)
 
     def extend_schema(self, schema: dict, config: dict) -> None:
         """Complete the config's JSON schema (in place) with what the registries hold — e.g. the names of the

@@ -84,20 +84,43 @@ def test_an_output_left_incomplete_is_rerun_by_the_plain_rerun(tmp_path, data_di
 
 
 def test_mnist1m_is_prepared_only_for_fig4(tmp_path, data_dir):
-    """Data preparation follows the requested targets: Fig. 1a's DAG has no MNIST-1M job (its dataset job only
-    prepares the study's own data), Fig. 4's waits for one figure_data job that generates it on all its cores."""
+    """Data preparation follows the requested targets: Fig. 1a's DAG has the job of the study's own dataset
+    (data/default.json) and no MNIST-1M job; Fig. 4's waits for one MNIST-1M job that generates it on all its
+    cores and not for the study's own dataset (Fig. 4 always uses the generator)."""
     config = write_config(tmp_path, data_dir)
     out = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig1a.png").stdout
-    assert "rule figure_data" not in out and "data/mnist1m.json" not in out and "rule dataset" in out
+    assert out.count("rule figure_data") == 1 and "results/vdm2020/data/default.json" in out
+    assert "data/mnist1m.json" not in out and "rule dataset" in out
     out = snakemake(tmp_path, config, "-n", "--cores", "4", "figures/vdm2020/fig4.png").stdout
     assert out.count("rule figure_data") == 1 and "results/vdm2020/data/mnist1m.json" in out
+    assert "data/default.json" not in out
     from dpbench.config import DEFAULT_CONFIG_PATH
     from dpbench.studies import STUDIES, load_config
 
     cfg = load_config(DEFAULT_CONFIG_PATH, config)
     assert STUDIES["vdm2020"].figure_data(cfg, "fig4") == ["mnist1m"]
-    assert all(STUDIES["vdm2020"].figure_data(cfg, f) == [] for f in ("fig1a", "fig2a", "fig5a", "fig7a"))
+    assert all(STUDIES["vdm2020"].figure_data(cfg, f) == ["default"] for f in ("fig1a", "fig2a", "fig5a", "fig7a"))
     assert all(STUDIES[s].figure_data(cfg, f) == [] for s, f in (("wu2016", "fig3_2"), ("membership", "fig_roc")))
+
+
+def test_a_figure_on_a_user_dataset_prepares_no_mnist(tmp_path, data_dir):
+    """A figure that names its own dataset (docs/extending.md's blobs) waits for neither MNIST nor MNIST-1M: its
+    DAG has the dataset job (which reads the user dataset) and no figure-data job."""
+    import numpy as np
+
+    config = write_config(tmp_path, data_dir)
+    cfg = yaml.safe_load(config.read_text())
+    (tmp_path / "toy").mkdir()
+    g = np.random.default_rng(0)
+    for part, n in (("train", 60), ("test", 30)):
+        rows = ["a,b,label"] + [f"{x:.3f},{y:.3f},{int(x > 0)}" for x, y in g.standard_normal((n, 2))]
+        (tmp_path / "toy" / f"{part}.csv").write_text("\n".join(rows) + "\n")
+    cfg["datasets"] = {"toy": {"path": str(tmp_path / "toy"), "format": "csv", "label": "label",
+                               "task": "classification"}}
+    cfg["studies"]["vdm2020"]["figures"]["fig1a"]["dataset"] = "toy"
+    config.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig1a.png").stdout
+    assert "rule dataset" in out and "rule figure_data" not in out and "data/default.json" not in out
 
 
 def test_sharded_dag(tmp_path, data_dir):
