@@ -16,7 +16,7 @@ LAYERS = [
     {"plot"},                                                                  # drawing helpers
     {"studies"},
     {"runner", "shards", "costs", "plan", "progress", "figures", "report", "tight_gain", "reference", "workflow", "jobs",
-     "plugincheck"},  # orchestration
+     "plugincheck", "slurm_compat"},  # orchestration
     {"cli"},
 ]
 
