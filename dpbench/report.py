@@ -331,15 +331,6 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
     summary = (f"<table {table_style}><tr><th>study</th><th>source</th><th>claims that hold</th>"
                f"<th>do not hold</th><th>undecided</th><th>on a reduced grid</th></tr>{summary}</table>")
     wrap = "style='min-width:260px;max-width:420px;white-space:normal'"   # long text wraps in its column
-    rows = "".join(
-        f"<tr style='vertical-align:top'><td>{{}}</td><td>{{}}</td><td>{{}}</td><td {wrap}>{{}}</td><td {wrap}>{{}}</td>"
-        "<td style='color:{};font-weight:bold;max-width:260px;white-space:normal'>{}</td><td>{}</td><td>{}</td></tr>".format(
-            esc(r.source), a(r.study, r.figure, r.figure), esc(r.claim), esc(r.statement), esc(r.measured),
-            COLOURS.get(r.verdict, "black"), esc(verdict_text(r)), esc(r.dataset_variant),
-            f"<i>{V.REDUCED_LABEL}</i>" if r.reduced_grid else "full grid")
-        for r in claims.itertuples())
-    table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
-             f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
     tight_note = ""
     if len(tight):   # the row group "under tight calibration": each claim beside its verdict as the source calibrates
         was = {(r.study, r.claim): r for r in claims.itertuples()}
@@ -360,9 +351,18 @@ def claims_html(claims: pd.DataFrame, link=None, fragment: bool = False) -> str:
                       f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
                       f"<th>measured (tight)</th><th>verdict (source calibration)</th><th>verdict (tight)</th></tr>"
                       f"{trows}</table>")
-        table += tight_note
     if fragment:
         return _landing_fragment(claims, head, summary, tight_note, a)
+    rows = "".join(
+        f"<tr style='vertical-align:top'><td>{{}}</td><td>{{}}</td><td>{{}}</td><td {wrap}>{{}}</td><td {wrap}>{{}}</td>"
+        "<td style='color:{};font-weight:bold;max-width:260px;white-space:normal'>{}</td><td>{}</td><td>{}</td></tr>".format(
+            esc(r.source), a(r.study, r.figure, r.figure), esc(r.claim), esc(r.statement), esc(r.measured),
+            COLOURS.get(r.verdict, "black"), esc(verdict_text(r)), esc(r.dataset_variant),
+            f"<i>{V.REDUCED_LABEL}</i>" if r.reduced_grid else "full grid")
+        for r in claims.itertuples())
+    table = (f"<table {table_style}><tr><th>source</th><th>figure</th><th>claim</th><th>statement</th>"
+             f"<th>measured</th><th>verdict</th><th>dataset variant</th><th>grid</th></tr>{rows}</table>")
+    table += tight_note
     body = f"<div style='font-family:sans-serif'>{head}{summary}<p></p>{table}</div>"
     return ("<html><head><meta charset='utf-8'><title>Claims</title></head><body>" + body + "</body></html>")
 
