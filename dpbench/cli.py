@@ -171,12 +171,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if fired else 0
         elif args.cmd == "audit":
             from dpbench.audit import REGISTRY, run_cell, variants
+            from dpbench.audit.core import twins
 
             if not args.method:
                 raise ValueError("audit: name a method (dpbench audit list) or give --mechanism FILE.py:FUNCTION")
             if args.method == "list":
                 for name, m in REGISTRY.items():
-                    print(f"{name}\t{m.label}\ttwins: {', '.join(m.twins)}")
+                    print(f"{name}\t{m.label}\ttwins: {', '.join(twins(name))}")
                 return 0
             config = _config(args)
             if args.method not in REGISTRY:
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                     r = run_cell(config, args.method, e, v, args.seed_index, args.trials)
                     verdict = (("PRIVACY BUG" if r["fires"] else "ok") if v == "correct"
                                else ("caught" if r["fires"] else "NOT caught"))
+                    if r["generator_independent"]:
+                        verdict += " (release ignores its generator: identical outputs under two generators)"
                     own = twin_pair_epsilon(SimpleNamespace(**r)) if v != "correct" else float("nan")
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
                           f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}"

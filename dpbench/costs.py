@@ -279,14 +279,16 @@ AUDIT_CELL_OVERHEAD_S = 0.5
 
 def audit_series_cpu_s(config: dict, method: str) -> float:
     """Projected CPU-seconds of the audit study's series ``method`` (:data:`AUDIT_CPU_S_PER_TRIAL`)."""
-    from dpbench.audit.core import CORRECT, trials_for, variants
+    from dpbench.audit.core import CORRECT, FIXED_SEED, PROBE_TRIALS, trials_for, variants
 
     cfg = config["studies"]["audit"]
     unit = AUDIT_CPU_S_PER_TRIAL.get(method, max(AUDIT_CPU_S_PER_TRIAL.values()))
     total = 0.0
     for v in variants(method):
         seeds = int(cfg["seeds_correct"] if v == CORRECT else cfg["seeds"])
-        total += len(cfg["epsilons"]) * seeds * (AUDIT_CELL_OVERHEAD_S + trials_for(config, method, v) * unit)
+        # every cell: the generator probe (2 runs of PROBE_TRIALS per side); the fixed-seed twin stops there
+        trials = 2 * PROBE_TRIALS + (0 if v == FIXED_SEED else trials_for(config, method, v))
+        total += len(cfg["epsilons"]) * seeds * (AUDIT_CELL_OVERHEAD_S + trials * unit)
     return total
 
 

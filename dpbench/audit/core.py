@@ -1,7 +1,19 @@
 """Run one audit cell: (method, claimed ε, variant = "correct" or a twin, seed) → ε lower bound.
 
 A cell's randomness comes from ``numpy.random.SeedSequence(config seed, cell key)`` (:mod:`dpbench.rng`): the
-noise of the releases and the random split of the trials are independent streams of the same key."""
+noise of the releases and the random split of the trials are independent streams of the same key.
+
+Before the releases, every cell runs the **generator probe** (:func:`generator_probe`): the method's release on
+the pair, :data:`PROBE_TRIALS` trials per side, twice, with two independent generators. A release that ignores
+the generator it is given (noise from a fixed seed) gives the same outputs both times. The audits call
+vectorised releases — ``n_runs`` trainings or ``size`` noise draws in one call, each such function a public API
+of the package — and inside one call a fixed-seed release still draws independent values, so the likelihood-ratio
+statistic alone would not see it (an independent review found such a twin passing in 1 of 4 cells). Two calls
+whose outputs coincide while D and D′ give different outputs make the release a deterministic function of the
+dataset on this pair: ε = ∞ (an event of probability 0 for a release with a continuous output; for a discrete
+one, 2 × :data:`PROBE_TRIALS` values coinciding). The cell then records ``eps_hat = inf`` and skips the
+releases. The twin :data:`FIXED_SEED` of every method is the method given a generator seeded by a constant at
+every call — exactly what a release that seeds its own generator does."""
 
 from __future__ import annotations
 
@@ -15,6 +27,14 @@ from dpbench.audit.methods import REGISTRY, MethodAudit
 from dpbench.rng import generator
 
 CORRECT = "correct"
+FIXED_SEED = "bug_fixed_seed"
+"""The twin of every registered method: each call of its release draws from a generator seeded with the
+constant :data:`FIXED_SEED_VALUE` instead of the one it is given (the textbook bug ``rng =
+np.random.default_rng(0)`` inside a release)."""
+FIXED_SEED_VALUE = 0
+GENERIC_TWINS = (FIXED_SEED,)
+PROBE_TRIALS = 32
+"""Trials per side of each of the two runs of :func:`generator_probe`."""
 
 
 def method(name: str) -> MethodAudit:
@@ -24,8 +44,36 @@ def method(name: str) -> MethodAudit:
         raise ValueError(f"unknown audit method {name!r}; known: {sorted(REGISTRY)}") from None
 
 
+def twins(name: str) -> tuple[str, ...]:
+    """The broken twins audited beside ``name``: its own (:attr:`MethodAudit.twins`) and :data:`GENERIC_TWINS`."""
+    return method(name).twins + tuple(t for t in GENERIC_TWINS if t not in method(name).twins)
+
+
 def variants(name: str) -> tuple[str, ...]:
-    return (CORRECT,) + method(name).twins
+    return (CORRECT,) + twins(name)
+
+
+def generator_probe(config: dict, name: str, epsilon: float, variant: str, key: str) -> dict:
+    """Does the release of ``name`` (``variant``) depend on the generator it is given? Two runs of
+    :data:`PROBE_TRIALS` trials per side with the independent generators ``key + "/probe1"`` and ``"/probe2"``
+    (for :data:`FIXED_SEED`, each run gets ``default_rng(FIXED_SEED_VALUE)``, as the bug does). Returns
+    ``generator_independent`` (both sides' outputs identical in the two runs while D's differ from D′'s: the
+    release is a deterministic function of the dataset on this pair, ε = ∞) and the probe's ``cpu_s``."""
+    m = method(name)
+    c0 = time.process_time()
+
+    def gen(i):
+        if variant == FIXED_SEED:
+            return np.random.default_rng(FIXED_SEED_VALUE)
+        return generator(int(config["seed"]), f"{key}/probe{i}")
+
+    run_variant = CORRECT if variant == FIXED_SEED else variant
+    a = m.run(config, float(epsilon), run_variant, PROBE_TRIALS, gen(1))
+    b = m.run(config, float(epsilon), run_variant, PROBE_TRIALS, gen(2))
+    same = np.array_equal(a["s_d"], b["s_d"]) and np.array_equal(a["s_dp"], b["s_dp"])
+    separates = not np.array_equal(np.asarray(a["s_d"]), np.asarray(a["s_dp"]))
+    return {"generator_independent": bool(same and separates), "delta": float(a["delta"]),
+            "cpu_s": time.process_time() - c0}
 
 
 def trials_for(config: dict, name: str, variant: str = CORRECT) -> int:
@@ -65,15 +113,23 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     then returns ``gdp``; asking for it otherwise is a ValueError), the μ-GDP bound
     from the AUC (:func:`dpbench.audit.stats.gdp_epsilon_lower_bound`, ``eps_lower_gdp``; NaN elsewhere).
     ``eps_hat`` = the larger of the two; ``fires``: ``eps_hat`` exceeds the claimed ε. For the correct
-    implementation a firing audit is a PRIVACY BUG; for a twin, firing = caught. Confidence: :func:`alpha_for`."""
+    implementation a firing audit is a PRIVACY BUG; for a twin, firing = caught. Confidence: :func:`alpha_for`.
+    First the generator probe (module docstring): a release that ignores its generator gets ``eps_hat = inf``
+    (``generator_independent``) without the releases."""
     m = method(name)
-    if variant != CORRECT and variant not in m.twins:
-        raise ValueError(f"{name} has no twin {variant!r}; twins: {list(m.twins)}")
+    if variant != CORRECT and variant not in twins(name):
+        raise ValueError(f"{name} has no twin {variant!r}; twins: {list(twins(name))}")
     trials = int(trials if trials is not None else trials_for(config, name, variant))
     alpha = alpha_for(config, variant)
     key = cell_key(name, epsilon, variant, seed_index, trials)
     t0, c0 = time.perf_counter(), time.process_time()
-    out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
+    probe = generator_probe(config, name, epsilon, variant, key)
+    if probe["generator_independent"]:
+        return _deterministic_row(m, name, float(epsilon), variant, seed_index, alpha, probe["delta"], t0, c0)
+    if variant == FIXED_SEED:   # not reached for a release that draws its noise from the generator it is given
+        out = m.run(config, float(epsilon), CORRECT, trials, np.random.default_rng(FIXED_SEED_VALUE))
+    else:
+        out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
     if out.get("gdp") and not m.gaussian_composition:
@@ -92,7 +148,20 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
             "eps_pair": float(out.get("eps_pair", math.nan)),
             "eps_pair_variant": float(out.get("eps_pair_variant", math.nan)), "fraction": eps_hat / eps,
             "eps_lower_gdp": float(g["eps_lower"]), "auc": float(g["auc"]), "mu_lower": float(g["mu_lower"]),
-            "eps_hat": eps_hat, "fires": bool(eps_hat > eps + 1e-12), "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
+            "eps_hat": eps_hat, "fires": bool(eps_hat > eps + 1e-12), "generator_independent": False, "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
             "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0}
+
+
+def _deterministic_row(m: MethodAudit, name: str, eps: float, variant: str, seed_index: int, alpha: float,
+                       delta: float, t0: float, c0: float) -> dict:
+    """The row of a cell whose release ignores its generator (:func:`generator_probe`): ε̂ = ∞, no releases."""
+    nan = math.nan
+    return {"method": name, "label": m.label, "study": m.study, "variant": variant, "claimed_epsilon": eps,
+            "delta": delta, "trials": 2 * PROBE_TRIALS, "seed_index": int(seed_index),
+            "alpha": alpha, "eps_lower": math.inf, "eps_point": math.inf, "eps_pair": nan, "eps_pair_variant": nan,
+            "fraction": math.inf, "eps_lower_gdp": nan, "auc": nan, "mu_lower": nan, "eps_hat": math.inf,
+            "fires": True, "generator_independent": True, "tp": 0, "n_pos": 0, "fp": 0, "n_neg": 0,
+            "threshold": nan, "noise_scale": nan, "post_training_noise": m.post_training_noise,
+            "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}

@@ -39,7 +39,9 @@ FIGURES = {"fig_audit": FigureSpec(
     "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). DP-SGD, SCS13 "
     "and BST14: the whole transcript of iterates (what their analyses bound); for DP-SGD and BST14 the larger of "
     "that bound and the μ-GDP bound from the AUC (a GDP model of the composition, as in Nasr et al. 2023; column "
-    "eps_lower_gdp). Filled "
+    "eps_lower_gdp). Every cell first runs the release twice with two independent generators: a release "
+    "that ignores its generator (twin 'bug: fixed seed', noise from a constant seed) gives identical outputs, "
+    "a deterministic function of the data, ε̂ = ∞ (drawn at the panel's top, ↑∞). Filled "
     "markers: correct implementation; open markers: broken twins (noise × f, known bugs), which must land "
     "above the line ε̂ = ε. ε_pair (crosses): the exact ε of the audited pair at the correct calibration, the "
     "most any test can show on it.",
@@ -54,16 +56,16 @@ MARKERS = {"correct": ("o", "tab:green"), "noise_x0.5": ("s", "tab:red"), "noise
 # ---------------------------------------------------------------------------------------------------------
 
 def validate(cfg: dict, prefix: str = "studies.audit") -> None:
-    from dpbench.audit import REGISTRY
+    from dpbench.audit.core import twins
 
     known = set(_methods())
     for m, block in (cfg.get("methods") or {}).items():
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.methods.{m}: unknown audit method; known: {sorted(known)}")
         for t in (block or {}).get("twin_trials") or {}:
-            if t not in REGISTRY[m].twins:
+            if t not in twins(m):
                 raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}: {m} has no twin {t!r}; "
-                                  f"twins: {list(REGISTRY[m].twins)}")
+                                  f"twins: {list(twins(m))}")
     for i, m in enumerate(cfg.get("series") or []):
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.series[{i}]: unknown audit method {m!r}")
@@ -221,13 +223,16 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
             off = (j - (len(variants) - 1) / 2) * 0.12
             med = h["eps_lower_median"].to_numpy()
             shown = np.minimum(med, 0.95 * top)               # far above the panel: drawn at its top, value written
-            yerr = np.vstack([np.clip(med - h["eps_lower_min"].to_numpy(), 0, None) * (med <= 0.95 * top),
-                              np.clip(h["eps_lower_max"].to_numpy() - med, 0, None) * (med <= 0.95 * top)])
+            inside = med <= 0.95 * top                        # (∞: a release that ignores its generator)
+            fin = np.where(inside, med, 0.0)
+            lo = np.where(inside, fin - np.where(inside, h["eps_lower_min"].to_numpy(), 0.0), 0.0)
+            hi = np.where(inside, np.where(inside, h["eps_lower_max"].to_numpy(), 0.0) - fin, 0.0)
+            yerr = np.vstack([np.clip(lo, 0, None), np.clip(np.where(np.isfinite(hi), hi, 0.0), 0, None)])
             ax.errorbar(h["claimed_epsilon"] + off, shown, yerr=yerr, fmt=mk, color=col, ms=5,
                         mfc=col if v == "correct" else "none", capsize=2, label=variant_label(m, v))
             for xv, m_, sv in zip(h["claimed_epsilon"] + off, med, shown):
                 if m_ > sv:
-                    ax.annotate(f"↑{m_:.0f}", (xv, sv), textcoords="offset points", xytext=(4, -3), fontsize=6,
+                    ax.annotate("↑∞" if np.isinf(m_) else f"↑{m_:.0f}", (xv, sv), textcoords="offset points", xytext=(4, -3), fontsize=6,
                                 color=col)
         c = g[g["variant"] == "correct"]
         ax.plot(c["claimed_epsilon"], c["eps_pair"], "x", color="k", ms=5, label="ε_pair (correct)")
@@ -260,6 +265,11 @@ def caption_text(config: dict, name: str, df: pd.DataFrame) -> str:
             own = twin_pair_epsilon(r)
             pair = (f"ε_pair of the correct method {r.eps_pair:.3f}"
                     + (f", of this twin {own:.3f}" if np.isfinite(own) else ""))
+        if np.isinf(r.eps_lower_median):
+            lines.append(f"{r.series} ε={r.claimed_epsilon:g} {variant_label(r.series, r.variant)}: the release "
+                         f"ignores its generator (identical outputs under two independent generators): ε̂ = ∞ "
+                         f"in {r.fire_rate:.0%} of {r.seeds} seeds")
+            continue
         lines.append(f"{r.series} ε={r.claimed_epsilon:g} {variant_label(r.series, r.variant)}: ε̂ median "
                      f"{r.eps_lower_median:.3f} (range {r.eps_lower_min:.3f}–{r.eps_lower_max:.3f}, {r.seeds} "
                      f"seeds{gdp}), {pair}, fired in {r.fire_rate:.0%}")

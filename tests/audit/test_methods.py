@@ -99,7 +99,8 @@ def test_cells_are_reproducible_and_seeded_by_key(config):
     c = run_cell(config, "ldp_mean", 1.0, "correct", 1, 2_000)
     assert (a["tp"], a["fp"], a["eps_lower"]) == (b["tp"], b["fp"], b["eps_lower"])
     assert (a["tp"], a["fp"]) != (c["tp"], c["fp"])
-    assert variants("mean_laplace") == ("correct", "noise_x0.5", "bug_l2_sensitivity", "bug_clip_after_mean")
+    assert variants("mean_laplace") == ("correct", "noise_x0.5", "bug_l2_sensitivity", "bug_clip_after_mean",
+                                       "bug_fixed_seed")
 
 
 def test_clip_order_and_no_clip_hooks_change_only_out_of_domain_data():
@@ -129,11 +130,12 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
     cfg = copy.deepcopy(config)
     cfg["studies"]["audit"]["trials"] = 2_000
     df = A.run_series(cfg, "fig_audit", "ldp_mean", n_jobs=1)
-    assert set(df["variant"]) == {"correct", "noise_x0.5", "bug_no_clip"} and len(df) == 6
+    assert set(df["variant"]) == {"correct", "noise_x0.5", "bug_no_clip", "bug_fixed_seed"} and len(df) == 8
     checks = A.anchor_checks({"fig_audit": df})
     ok = checks.set_index("claim")["passed"]
     assert ok["no-fire/ldp_mean@ε=1"] and ok["no-fire/ldp_mean@ε=4"]   # correct: no PRIVACY BUG
     assert ok["twin-caught/ldp_mean@ε=1/noise_x0.5"]                  # twin caught
+    assert ok["twin-caught/ldp_mean@ε=4/bug_fixed_seed"]              # ε̂ = ∞: the generator probe
     bad = df.copy()
     bad.loc[bad["variant"] == "correct", "fires"] = True      # an anchor that can fail does fail
     assert "PRIVACY BUG" in " ".join(A.anchor_checks({"fig_audit": bad})["statement"])
@@ -141,7 +143,7 @@ def test_study_rows_anchors_and_cli(config, tmp_path, capsys):
     assert (tmp_path / "fig_audit.png").stat().st_size > 0 and "ldp_mean" in out
     assert main(["audit", "ldp_mean", "--epsilon", "1", "--trials", "2000", "--configfile", "config/smoke.yaml"]) == 0
     text = capsys.readouterr().out
-    assert "caught" in text and "ok" in text
+    assert "caught" in text and "ok" in text and "release ignores its generator" in text
     assert main(["audit", "no_such_method"]) == 2
 
 
