@@ -159,3 +159,27 @@ def test_claims_are_data_and_the_training_hash_excludes_attacks_captions_and_plo
     cells = closure(["dpbench.studies.membership.cells"])
     assert "dpbench.attacks.canary" in cells and "dpbench.studies.membership.training" in cells
     assert not [m for m in cells if m.split(".")[-1] in ("captions", "plots", "anchors", "summaries", "spec")]
+
+
+def test_loss_perturbation_tight_trains_with_less_noise_and_says_so():
+    """The membership game's loss perturbation at its tight calibration (issue: privacy left on the table): the
+    same ρ and β from the proved bound — half the source's noise at C = 10, × 0.622 at C = 2 — labelled tight,
+    dashed in the source's colour."""
+    from dpbench.methods.loss_perturbation import LIPSCHITZ_K
+    from dpbench.studies.membership import plots as P
+    from dpbench.studies.membership import training as mc
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)["studies"]["membership"]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    for C, ratio in ((10, 0.5), (2, 0.622)):
+        y = rng.integers(0, C, 80)
+        _, src = mc.train(cfg, "loss_perturbation", X, y, C, 1.0, np.random.default_rng(1))
+        _, tight = mc.train(cfg, "loss_perturbation_tight", X, y, C, 1.0, np.random.default_rng(1))
+        assert src["noise_scale"] == pytest.approx(1.0 / (4 * LIPSCHITZ_K))      # β = ε/(4K) at ε = 1
+        assert tight["noise_scale"] == pytest.approx(src["noise_scale"] / ratio, rel=2e-3)   # β grows: less noise
+    assert mc.calibration_of("loss_perturbation_tight") == "tight" and mc.calibration_of("loss_perturbation") == "source"
+    assert mc.method_delta(cfg, "loss_perturbation_tight") == 0.0
+    assert P.STYLE["loss_perturbation_tight"]["color"] == P.STYLE["loss_perturbation"]["color"]
+    assert P.STYLE["loss_perturbation_tight"]["linestyle"] == "--"

@@ -18,7 +18,8 @@ STYLE = {"non_private": dict(color="black", linestyle="--", marker=None),
          "bst14": dict(color="tab:olive", marker="<"), "output_perturbation_erm": dict(color="tab:brown", marker=">"),
          "objective_perturbation": dict(color="tab:cyan", marker="P"),
          "functional_mechanism": dict(color="tab:pink", marker="X"),
-         "output_perturbation_erm_tight": dict(color="tab:brown", marker=">", linestyle="--")}
+         "output_perturbation_erm_tight": dict(color="tab:brown", marker=">", linestyle="--"),
+         "loss_perturbation_tight": dict(color="tab:blue", marker="o", linestyle="--")}
 
 
 def style_of(method: str) -> dict:

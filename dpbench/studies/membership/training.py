@@ -38,7 +38,8 @@ DATA_VERSION = "v1"
 DATASETS = ("mnist", "covertype", "diabetes")
 DATASET_LABELS = {"mnist": "MNIST", "covertype": "Covertype", "diabetes": "diabetes (Pima)"}
 METHODS = ("non_private", "output_perturbation", "loss_perturbation", "dpsgd", "bolt_on", "scs13", "bst14",
-           "output_perturbation_erm", "objective_perturbation", "functional_mechanism", "output_perturbation_erm_tight")
+           "output_perturbation_erm", "objective_perturbation", "functional_mechanism", "output_perturbation_erm_tight",
+           "loss_perturbation_tight")
 BINARY_ONLY = ("output_perturbation_erm", "objective_perturbation", "functional_mechanism",
                "output_perturbation_erm_tight")
 APPROX = ("dpsgd", "bst14")  # (ε, δ)-DP methods; the others are pure ε-DP (δ = 0)
@@ -48,7 +49,8 @@ LABELS = {"non_private": "non-private (L-BFGS softmax)", "output_perturbation": 
           "output_perturbation_erm": "output perturbation, ERM on ball (wu2016 ch. 4)",
           "objective_perturbation": "objective perturbation (CMS11)",
           "functional_mechanism": "functional mechanism",
-          "output_perturbation_erm_tight": "output perturbation, ERM on ball (wu2016 ch. 4, tight calibration)"}
+          "output_perturbation_erm_tight": "output perturbation, ERM on ball (wu2016 ch. 4, tight calibration)",
+          "loss_perturbation_tight": "loss/objective perturbation (vdm2020, tight calibration)"}
 ROC_GRID = np.logspace(-4, 0, 41)
 
 
@@ -207,6 +209,7 @@ def method_settings(cfg: dict, method: str) -> dict | None:
         "non_private": {"l2": tc["l2_non_private"], "gtol": tc["gtol"], "maxiter": tc["maxiter"]},
         "output_perturbation": lbfgs,
         "loss_perturbation": {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]},
+        "loss_perturbation_tight": {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]},
         # ``replace_one: half_budget`` calibrates the add/remove budget whose replace-one guarantee is (ε, δ) (the
         # method's ``neighbouring: replace_one``), ``double_bound`` calibrates (ε, δ) add/remove
         "dpsgd": {"clip": dc["clip"], "clip_scale": "per_example", "batch_size": dc["batch_size"],
@@ -286,7 +289,7 @@ def _training_settings(cfg: dict, method: str) -> dict:
         return {k: tc[k] for k in ("l2_non_private", "gtol", "maxiter")}
     if method == "output_perturbation":
         return {k: tc[k] for k in ("l2", "gtol", "maxiter")}
-    if method == "loss_perturbation":
+    if method in ("loss_perturbation", "loss_perturbation_tight"):   # the method's name is in the payload
         return {k: tc[k] for k in ("l2", "gtol", "maxiter", "loss_perturbation_regularizer")}
     if method == "dpsgd":
         return {"dpsgd": tc["dpsgd"], "delta": cfg["delta"]}
