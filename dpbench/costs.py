@@ -266,7 +266,7 @@ def default_series_cpu_s(config: dict) -> float:
 #: calibrations shrink: there the projection is an upper bound.
 AUDIT_CPU_S_PER_TRIAL = {
     "model_sensitivity": 7.9e-7, "mean_laplace": 6.0e-7, "mean_gaussian": 5.7e-7, "ldp_mean": 3.4e-7,
-    "ldp_sgd_report": 6.5e-7, "bolt_on": 1.0e-6, "functional_mechanism": 4.5e-6, "objective_perturbation": 4.2e-6,
+    "ldp_sgd_report": 6.5e-7, "bolt_on": 1.0e-6, "functional_mechanism": 4.5e-6, "functional_mechanism_tight": 4.5e-6, "objective_perturbation": 4.2e-6,
     "output_perturbation_erm": 5.8e-5, "output_perturbation_erm_tight": 5.8e-5, "scs13": 5.7e-5,       # SCS13: the transcript of 10 updates per trial
     "loss_perturbation": 2.5e-3, "dpsgd_softmax": 8.7e-3, "dpsgd_mlp": 1.19e-2,   # one training per trial
     "bst14": 9.0e-2,                                          # one BST14 run of T = 14,576 steps per trial

@@ -23,6 +23,28 @@ Logistic regression (y ∈ {0, 1}; second-order Taylor expansion at 0 of log(1 +
 log 2 + (½ − y)xᵀw + ⅛(xᵀw)². Monomials w_j with (½ − y)x_j and w_j w_l with x_j x_l/8. Per record
 Σ|λ_φt| ≤ ½‖x‖₁ + ⅛‖x‖₁², so Δ = d + d²/4 (box, Zhang et al.) or √d + d/4 (sphere).
 
+**Tight calibration** (``calibration="tight"``; issue "privacy left on the table"). The bound above adds the two
+records' coefficient norms; the exact replace-one L1 distance is smaller. Write u = x + x′, v = x − x′, so that
+x xᵀ − x′x′ᵀ = ½(u vᵀ + v uᵀ) and ‖x xᵀ − x′x′ᵀ‖₁ ≤ ‖u‖₁‖v‖₁ (entrywise L1, triangle inequality), and
+|u_j| + |v_j| = 2 max(|x_j|, |x′_j|).
+
+* Logistic, box: the linear part moves by ½‖v‖₁ (same label) or ½‖u‖₁ (labels differ), so with U, V the two
+  L1 norms (U + V ≤ 2d on the box) the distance is ≤ max_U ½(2d − U) + U(2d − U)/8, at U = d − 2:
+  **Δ* = (d + 2)²/8** (d ≥ 2; Δ* = 1 at d = 1). It is attained — x = (0, …, 0, 1, 1), x′ = (−1, …, −1), both
+  y = 0 (U = d − 2, V = d + 2, ‖x xᵀ − x′x′ᵀ‖₁ = d² − 4 = UV) — so it is the exact sensitivity: 12.5 instead of
+  24 at d = 8, noise × 0.521.
+* Linear, box (|y| ≤ 1): y x − y′x′ = p v + q u with p = (y + y′)/2, q = (y − y′)/2, |p| + |q| ≤ 1, so the
+  linear part moves by ≤ 2 max(U, V) and the distance is ≤ max 2V + UV over V = 2d − U ≥ U, at U = d − 1:
+  **Δ* = (d + 1)²**, attained by x = (0, …, 0, 1), x′ = (−1, …, −1), y = y′ = 1 — against 2d² + 4d.
+* Sphere (‖x‖₂ ≤ 1): U ≤ √d a, V ≤ √d b with a² + b² = 2‖x‖² + 2‖x′‖² ≤ 4, so Δ* ≤ max over t of
+  √d sin t + (d/2) sin t cos t (logistic) or 4√d sin t + 4d sin t cos t (linear), maximised numerically. A valid
+  bound (the sphere's L1 norms and the triangle inequality need not be attained together), not shown exact;
+  the box's Δ* also bounds the sphere (it lies in the box), and the smaller of the two is used.
+
+The neighbouring relation is the same (replace one record), so the tight calibration is ε-DP with Laplace(Δ*/ε)
+on every coefficient; ``tests/wu2016_ch4/test_fm_tight.py`` checks Δ* by brute force (lattice enumeration and
+optimisation from random starts over the continuous domain) and the exact privacy loss of the Laplace pair.
+
 Minimisation and the fix for a noisy quadratic form that is not positive definite (Zhang §6, their code):
 M̃ ← (M̃ + M̃ᵀ)/2 + r·√2·(Δ/ε)·I ("regularisation", r = ``ridge`` = 5 in their code; √2Δ/ε is the Laplace
 standard deviation), then **spectral trimming**: eigen-decompose M̃, drop the eigen-directions with eigenvalue
@@ -59,17 +81,49 @@ def _dim(d) -> int:
     return int(d)
 
 
-def fm_linear_sensitivity(d: int, domain: str = "box", paper: bool = False) -> float:
+CALIBRATIONS = ("source", "tight")
+
+
+def _calibration(calibration: str) -> str:
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    return calibration
+
+
+def _sphere_max(a: float, b: float) -> float:
+    """max over t ∈ [0, π/2] of a·sin t + b·sin t cos t (a, b ≥ 0): the stationary point of the derivative
+    a cos t + b cos 2t, i.e. 2b c² + a c − b = 0 in c = cos t."""
+    c = (-a + math.sqrt(a * a + 8.0 * b * b)) / (4.0 * b) if b > 0 else 0.0
+    c = min(max(c, 0.0), 1.0)
+    s = math.sqrt(1.0 - c * c)
+    return max(a * s + b * s * c, a)
+
+
+def fm_linear_sensitivity(d: int, domain: str = "box", paper: bool = False, calibration: str = "source") -> float:
     """Δ of the functional mechanism for linear regression (module docstring): box 2d² + 4d (``paper=True``:
-    2(d+1)², Zhang et al.'s printed bound including the constant term), sphere 2(d + 2√d) (paper: 2(1+√d)²)."""
+    2(d+1)², Zhang et al.'s printed bound including the constant term), sphere 2(d + 2√d) (paper: 2(1+√d)²).
+    ``calibration="tight"``: the exact replace-one L1 sensitivity (d + 1)² on the box, the bound
+    max_t 4√d sin t + 4d sin t cos t on the sphere (module docstring)."""
     d = _dim(d)
+    if _calibration(calibration) == "tight":
+        if paper:
+            raise ValueError("paper=True is the source's bound; the tight calibration has no paper variant")
+        box = float((d + 1) ** 2)   # the sphere lies in the box: its bound is the smaller of the two
+        return box if _domain(domain) == "box" else min(box, _sphere_max(4.0 * math.sqrt(d), 4.0 * d))
     l1 = float(d) if _domain(domain) == "box" else math.sqrt(d)     # max ‖x‖₁
     return 2.0 * ((1.0 + l1) ** 2 if paper else 2.0 * l1 + l1 * l1)
 
 
-def fm_logistic_sensitivity(d: int, domain: str = "box") -> float:
-    """Δ of the functional mechanism for logistic regression: box d²/4 + d (Zhang et al. §5), sphere d/4 + √d."""
+def fm_logistic_sensitivity(d: int, domain: str = "box", calibration: str = "source") -> float:
+    """Δ of the functional mechanism for logistic regression: box d²/4 + d (Zhang et al. §5), sphere d/4 + √d.
+    ``calibration="tight"``: the exact replace-one L1 sensitivity (d + 2)²/8 on the box (1 at d = 1), the bound
+    max_t √d sin t + (d/2) sin t cos t on the sphere (module docstring)."""
     d = _dim(d)
+    if _calibration(calibration) == "tight":
+        U = min(max(d - 2.0, 0.0), 2.0 * d)
+        box = (2.0 * d - U) / 2.0 + U * (2.0 * d - U) / 8.0
+        # the sphere lies in the box: its bound is the smaller of the two
+        return box if _domain(domain) == "box" else min(box, _sphere_max(math.sqrt(d), d / 2.0))
     l1 = float(d) if _domain(domain) == "box" else math.sqrt(d)
     return 2.0 * (0.5 * l1 + l1 * l1 / 8.0)
 
@@ -165,22 +219,24 @@ def _ridge(ridge: float, scale: float) -> float:
 
 
 def functional_mechanism_linear(X, y, epsilon: float, rng: np.random.Generator, domain: str = "box",
-                                ridge: float = 5.0, trim: float = 1e-8) -> FMResult:
+                                ridge: float = 5.0, trim: float = 1e-8, calibration: str = "source") -> FMResult:
     """ε-DP linear regression by the functional mechanism (module docstring): M = Σ x xᵀ, c = −2Σ y x, each
-    entry + Laplace(Δ/ε), Δ = :func:`fm_linear_sensitivity`; minimiser of the repaired noisy quadratic."""
+    entry + Laplace(Δ/ε), Δ = :func:`fm_linear_sensitivity` (``calibration``); minimiser of the repaired noisy
+    quadratic."""
     X, y = _check(X, y, domain)
     epsilon = _pos("epsilon", epsilon)
-    delta = fm_linear_sensitivity(X.shape[1], domain)
+    delta = fm_linear_sensitivity(X.shape[1], domain, calibration=calibration)
     return _run(X.T @ X, -2.0 * (X.T @ y), delta, epsilon, rng, ridge, trim)
 
 
 def functional_mechanism_logistic(X, y01, epsilon: float, rng: np.random.Generator, domain: str = "box",
-                                  ridge: float = 5.0, trim: float = 1e-8) -> FMResult:
+                                  ridge: float = 5.0, trim: float = 1e-8, calibration: str = "source") -> FMResult:
     """ε-DP logistic regression by the functional mechanism on the second-order Taylor expansion (labels
-    {0, 1}): M = Σ x xᵀ/8, c = Σ(½ − y)x, noise Laplace(Δ/ε) with Δ = :func:`fm_logistic_sensitivity`."""
+    {0, 1}): M = Σ x xᵀ/8, c = Σ(½ − y)x, noise Laplace(Δ/ε) with Δ = :func:`fm_logistic_sensitivity`
+    (``calibration``)."""
     X, y = _check(X, y01, domain, labels01=True)
     epsilon = _pos("epsilon", epsilon)
-    delta = fm_logistic_sensitivity(X.shape[1], domain)
+    delta = fm_logistic_sensitivity(X.shape[1], domain, calibration=calibration)
     return _run(*fm_logistic_objective(X, y), delta, epsilon, rng, ridge, trim)
 
 
@@ -197,6 +253,18 @@ class FunctionalMechanism(Method):
     settings_spec = (Setting("domain", "erm", default="sphere", schema={"enum": ["sphere", "box"]}),)
 
     def train(self, X, y, n_classes, epsilon, delta, rng):
-        r = functional_mechanism_logistic(X, (y == 1).astype(float), epsilon, rng, domain=self.settings["domain"])
+        r = functional_mechanism_logistic(X, (y == 1).astype(float), epsilon, rng, domain=self.settings["domain"],
+                                          calibration=self.calibration_kind)
         return linear_scores(r.w, 2), {"noise_scale": r.sensitivity / epsilon}
+
+
+@TRAINING.register
+class FunctionalMechanismTight(FunctionalMechanism):
+    """The functional mechanism with the tight calibration (module docstring): Laplace(Δ*/ε) with Δ* the exact
+    replace-one L1 sensitivity (d + 2)²/8 of the coefficients on the box (noise × 0.521 at d = 8), or the proved
+    sphere bound. Same settings (block ``erm``); rows carry ``calibration: tight``."""
+
+    name = "functional_mechanism_tight"
+    label = "functional mechanism (tight calibration)"
+    calibration_kind = "tight"
 

@@ -11,7 +11,7 @@ from dpbench.config import DEFAULT_CONFIG_PATH
 from dpbench.studies import load_config
 
 SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 200, "bolt_on": 5_000,
-         "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000,
+         "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000, "functional_mechanism_tight": 20_000,
          "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000,
          "dpsgd_mlp": 200, "scs13": 5_000, "bst14": 200, "loss_perturbation_tight": 20,
          "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000, "dpsgd_mlp_tensors": 200}
@@ -27,6 +27,7 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("objective_perturbation", "noise_x0.1", 1.0, 2_000),
           ("objective_perturbation", "noise_x0.5", 4.0, 100_000),   # solved together: ~0.4 s
           ("functional_mechanism", "noise_x0.25", 4.0, 400_000),
+          ("functional_mechanism_tight", "noise_x0.5", 4.0, 400_000),   # 1.28ε on the label pair
           ("mean_laplace", "noise_x0.5", 1.0, 20_000),
           ("mean_laplace", "bug_l2_sensitivity", 1.0, 20_000),
           ("mean_gaussian", "noise_x0.5", 1.0, 300_000),

@@ -48,7 +48,7 @@ def test_default_config_has_the_thesis_grids():
     assert f8["fractions"][0] == 0.1 and f8["fractions"][-1] == 1.0
     assert wu2016.series(cfg, "fig4_2") == ["ch4_fm", "ch4_op_tuned_r1", "ch4_op_tuned_r2", "ch4_op_data_independent",
                                             "ch4_op_oracle", "ch4_non_private", "ch4_op_data_independent_tight",
-                                            "ch4_op_tuned_r1_tight", "ch4_op_tuned_r2_tight"]
+                                            "ch4_op_tuned_r1_tight", "ch4_op_tuned_r2_tight", "ch4_fm_tight"]
     assert all(ch4.is_ch4(s) for f in ch4.FIGURE_NAMES for s in wu2016.series(cfg, f))
     assert set(ch4.FIGURE_NAMES) <= set(wu2016.FIGURES) and "fig4_4" not in wu2016.FIGURES
 

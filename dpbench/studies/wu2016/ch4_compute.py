@@ -43,31 +43,37 @@ log = logging.getLogger(__name__)
 
 PREFIX = "ch4_"
 #: ``<op method>_tight``: the same algorithm with the tight calibration Δ = G/(λn) of
-#: :func:`dpbench.methods.output_perturbation.sensitivity_exact` (rows: ``calibration = "tight"``)
+#: :func:`dpbench.methods.output_perturbation.sensitivity_exact`; ``fm_tight``: the functional mechanism with the
+#: exact L1 sensitivity of its coefficients (:func:`dpbench.methods.functional_mechanism.fm_logistic_sensitivity`,
+#: ``calibration="tight"``) (rows: ``calibration = "tight"``)
 TIGHT = "_tight"
 METHODS = ("non_private", "op_oracle", "op_data_independent", "op_tuned_r1", "op_tuned_r2", "objp_tuned_r1",
-           "objp_tuned_r2", "fm", "op_data_independent_tight", "op_tuned_r1_tight", "op_tuned_r2_tight")
-DIABETES_METHODS = ("non_private", "op_oracle", "op_data_independent", "fm", "op_data_independent_tight")
+           "objp_tuned_r2", "fm", "op_data_independent_tight", "op_tuned_r1_tight", "op_tuned_r2_tight", "fm_tight")
+DIABETES_METHODS = ("non_private", "op_oracle", "op_data_independent", "fm", "op_data_independent_tight", "fm_tight")
 LABELS = {"non_private": "Non-Private", "op_oracle": "Oracle Output Pert. (not private)",
           "op_data_independent": "Data-Independent Output Pert.", "op_tuned_r1": "Tuned Output Pert. (R₁)",
           "op_tuned_r2": "Tuned Output Pert. (R₂)", "objp_tuned_r1": "Tuned Objective Pert. (R₁)",
           "objp_tuned_r2": "Tuned Objective Pert. (R₂)", "fm": "Functional Mechanism",
           "op_data_independent_tight": "Data-Independent Output Pert. (tight calibration)",
           "op_tuned_r1_tight": "Tuned Output Pert. (R₁, tight calibration)",
-          "op_tuned_r2_tight": "Tuned Output Pert. (R₂, tight calibration)"}
+          "op_tuned_r2_tight": "Tuned Output Pert. (R₂, tight calibration)",
+          "fm_tight": "Functional Mechanism (tight calibration)"}
 
 
 def calibration(method: str) -> str:
-    """``"tight"`` for the ``*_tight`` methods (Δ = G/(λn)), else ``"source"`` (the thesis' Δ or the config's
-    ``ch4.op_sensitivity``)."""
+    """``"tight"`` for the ``*_tight`` methods (Δ = G/(λn); the functional mechanism's exact Δ*), else ``"source"``
+    (the thesis' Δ or the config's ``ch4.op_sensitivity``)."""
     return "tight" if method.endswith(TIGHT) else "source"
 
 
 def _base(method: str, ch: dict) -> tuple[str, dict]:
     """(the algorithm behind ``method``, the choices it runs with): a ``*_tight`` method is its base method with
-    ``op_sensitivity = "tight"``."""
+    ``op_sensitivity = "tight"`` (output perturbation) or the functional mechanism's ``calibration = "tight"``."""
     if method.endswith(TIGHT):
-        return method[:-len(TIGHT)], {**ch, "op_sensitivity": "tight"}
+        base = method[:-len(TIGHT)]
+        if base == "fm":
+            return base, {**ch, "fm": {**ch["fm"], "calibration": "tight"}}
+        return base, {**ch, "op_sensitivity": "tight"}
     return method, ch
 FIGURE_NAMES = ("fig4_1", "fig4_2", "fig4_3", "fig4_5", "fig4_6", "fig4_7", "fig4_8")
 
@@ -170,12 +176,14 @@ def train_models(method: str, loss: str, X, y, eps, rng, ch) -> tuple[np.ndarray
         return _tuned(loss, X, y, eps, rng, ch, which, rset)
     if method == "fm":
         f = ch["fm"]
+        cal = f.get("calibration", "source")
         W = []
         for e in eps:
             if loss == "squared":
-                W.append(fm.functional_mechanism_linear(X, y, e, rng, f["domain"], f["ridge"], f["trim"]).w)
+                W.append(fm.functional_mechanism_linear(X, y, e, rng, f["domain"], f["ridge"], f["trim"], cal).w)
             else:
-                W.append(fm.functional_mechanism_logistic(X, (y + 1) / 2, e, rng, f["domain"], f["ridge"], f["trim"]).w)
+                W.append(fm.functional_mechanism_logistic(X, (y + 1) / 2, e, rng, f["domain"], f["ridge"], f["trim"],
+                                                          cal).w)
         return np.array(W), {"R": [float("nan")] * E, "lam": [float("nan")] * E}
     raise ValueError(f"unknown method {method!r}; known: {METHODS}")
 

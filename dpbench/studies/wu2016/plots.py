@@ -128,7 +128,7 @@ CH4_STYLE = {"non_private": dict(color="black", linestyle="--", marker=None),
              "objp_tuned_r2": dict(color="tab:blue", linestyle="-.", marker="P"),
              "fm": dict(color="tab:green", linestyle="-", marker="x")}
 CH4_STYLE.update({m + ch4.TIGHT: {**CH4_STYLE[m], "linestyle": "--"}    # tight calibration: same colour, dashed
-                  for m in ("op_data_independent", "op_tuned_r1", "op_tuned_r2")})
+                  for m in ("op_data_independent", "op_tuned_r1", "op_tuned_r2", "fm")})
 METRIC_OF = {"fig4_1": "accuracy", "fig4_2": "mse", "fig4_3": "mse", "fig4_5": "mse", "fig4_6": "mi_accuracy",
              "fig4_7": "mi_accuracy"}
 
