@@ -15,6 +15,7 @@ is costed from its trials (:data:`AUDIT_CPU_S_PER_TRIAL`). Plot, anchor and data
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 #: Measured single-core CPU-seconds by training-set size N (``benchmarks/fig4_scaling.py`` with the default
@@ -352,13 +353,26 @@ def job_resources(config: dict, cpu_s: float, threads: int, *, mem_mb: int, name
     return out
 
 
-def vdm2020_mem_mb(cfg: dict, problem: dict, threads: int) -> int:
-    """Memory of a vdm2020 job: the memory-mapped float64 training matrix (counted once: the workers share its
-    pages), and per worker the interpreter plus about ten N x C float64 work arrays (scores, gradients,
-    L-BFGS history)."""
+def _vdm2020_problem_mb(cfg: dict, problem: dict) -> tuple[float, float]:
+    """(the float64 training matrix, one worker's interpreter plus about ten N x C float64 work arrays — scores,
+    gradients, L-BFGS history) of one vdm2020 problem, in MB."""
     n = vdm2020_n(cfg, problem, "test")
     dim = problem.get("pca_dim", 784) + 1
     classes = problem.get("n_classes", 10)
-    matrix_mb = n * dim * 8 / 2**20
-    per_worker_mb = 300 + 10 * n * classes * 8 / 2**20
-    return int(1000 + matrix_mb + threads * per_worker_mb)
+    return n * dim * 8 / 2**20, 300 + 10 * n * classes * 8 / 2**20
+
+
+def vdm2020_mem_mb(cfg: dict, problem: dict, threads: int) -> int:
+    """Memory of a vdm2020 job on one problem: the memory-mapped float64 training matrix (counted once: the
+    workers share its pages), and per worker its work arrays (:func:`_vdm2020_problem_mb`)."""
+    return vdm2020_jobs_mem_mb(cfg, [problem], threads)
+
+
+def vdm2020_jobs_mem_mb(cfg: dict, problems: list[dict], threads: int) -> int:
+    """Memory of a vdm2020 job whose cells span several problems (a shard of Fig. 4 holds every N): a job keeps
+    the problems it has prepared, so their matrices add up; the work arrays are those of the largest. Measured
+    on the default grid's Fig. 4 (revision 6848e8b): the non-private and model-sensitivity shards over every N up
+    to 10⁶ peaked at 13.3 GB (this gives 13.4), loss perturbation's tuning at N = 5·10⁵ and 10⁶ at 10.8 GB
+    (10.2; the one-problem estimate said 8.1 for both)."""
+    parts = [_vdm2020_problem_mb(cfg, p) for p in {json.dumps(p, sort_keys=True): p for p in problems}.values()]
+    return int(1000 + sum(m for m, _ in parts) + threads * max(w for _, w in parts))

@@ -467,7 +467,7 @@ def _mem_mb(config: dict, study: str, figure: str, series: str, threads: int, se
         return 2000 + 500 * threads
     cfg = config["studies"][study]
     settings = settings if settings is not None else _points_settings(config, study, figure)
-    return max(costs.vdm2020_mem_mb(cfg, dict(s[0]), threads) for s in settings)
+    return costs.vdm2020_jobs_mem_mb(cfg, [dict(s[0]) for s in settings], threads)
 
 
 def series_resources(config: dict, study: str, figure: str, series: str, threads: int) -> dict:
