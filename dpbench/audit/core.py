@@ -53,6 +53,14 @@ def variants(name: str) -> tuple[str, ...]:
     return (CORRECT,) + twins(name)
 
 
+def _release(m: MethodAudit, config: dict, epsilon: float, variant: str, trials: int, rng) -> dict:
+    """``m``'s audit run of ``variant`` with ``rng``; the fixed-seed twin (:data:`FIXED_SEED`) is the correct
+    release drawing from ``default_rng(FIXED_SEED_VALUE)`` whatever generator it is given, as the bug does."""
+    if variant == FIXED_SEED:
+        return m.run(config, float(epsilon), CORRECT, trials, np.random.default_rng(FIXED_SEED_VALUE))
+    return m.run(config, float(epsilon), variant, trials, rng)
+
+
 def generator_probe(config: dict, name: str, epsilon: float, variant: str, key: str) -> dict:
     """Does the release of ``name`` (``variant``) depend on the generator it is given? Two runs of
     :data:`PROBE_TRIALS` trials per side with the independent generators ``key + "/probe1"`` and ``"/probe2"``
@@ -61,17 +69,10 @@ def generator_probe(config: dict, name: str, epsilon: float, variant: str, key: 
     release is a deterministic function of the dataset on this pair, ε = ∞) and the probe's ``cpu_s``."""
     m = method(name)
     c0 = time.process_time()
-
-    def gen(i):
-        if variant == FIXED_SEED:
-            return np.random.default_rng(FIXED_SEED_VALUE)
-        return generator(int(config["seed"]), f"{key}/probe{i}")
-
-    run_variant = CORRECT if variant == FIXED_SEED else variant
-    a = m.run(config, float(epsilon), run_variant, PROBE_TRIALS, gen(1))
-    b = m.run(config, float(epsilon), run_variant, PROBE_TRIALS, gen(2))
+    a, b = (_release(m, config, epsilon, variant, PROBE_TRIALS, generator(int(config["seed"]), f"{key}/probe{i}"))
+            for i in (1, 2))
     same = np.array_equal(a["s_d"], b["s_d"]) and np.array_equal(a["s_dp"], b["s_dp"])
-    separates = not np.array_equal(np.asarray(a["s_d"]), np.asarray(a["s_dp"]))
+    separates = not np.array_equal(a["s_d"], a["s_dp"])
     return {"generator_independent": bool(same and separates), "delta": float(a["delta"]),
             "cpu_s": time.process_time() - c0}
 
@@ -126,10 +127,7 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     probe = generator_probe(config, name, epsilon, variant, key)
     if probe["generator_independent"]:
         return _deterministic_row(m, name, float(epsilon), variant, seed_index, alpha, probe["delta"], t0, c0)
-    if variant == FIXED_SEED:   # not reached for a release that draws its noise from the generator it is given
-        out = m.run(config, float(epsilon), CORRECT, trials, np.random.default_rng(FIXED_SEED_VALUE))
-    else:
-        out = m.run(config, float(epsilon), variant, trials, generator(int(config["seed"]), key + "/noise"))
+    out = _release(m, config, epsilon, variant, trials, generator(int(config["seed"]), key + "/noise"))
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
     if out.get("gdp") and not m.gaussian_composition:

@@ -120,7 +120,7 @@ def fm_logistic_sensitivity(d: int, domain: str = "box", calibration: str = "sou
     max_t √d sin t + (d/2) sin t cos t on the sphere (module docstring)."""
     d = _dim(d)
     if _calibration(calibration) == "tight":
-        U = min(max(d - 2.0, 0.0), 2.0 * d)
+        U = max(d - 2.0, 0.0)   # the maximiser over U ∈ [0, 2d]
         box = (2.0 * d - U) / 2.0 + U * (2.0 * d - U) / 8.0
         # the sphere lies in the box: its bound is the smaller of the two
         return box if _domain(domain) == "box" else min(box, _sphere_max(math.sqrt(d), d / 2.0))

@@ -224,10 +224,11 @@ def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
             med = h["eps_lower_median"].to_numpy()
             shown = np.minimum(med, 0.95 * top)               # far above the panel: drawn at its top, value written
             inside = med <= 0.95 * top                        # (∞: a release that ignores its generator)
-            fin = np.where(inside, med, 0.0)
-            lo = np.where(inside, fin - np.where(inside, h["eps_lower_min"].to_numpy(), 0.0), 0.0)
-            hi = np.where(inside, np.where(inside, h["eps_lower_max"].to_numpy(), 0.0) - fin, 0.0)
-            yerr = np.vstack([np.clip(lo, 0, None), np.clip(np.where(np.isfinite(hi), hi, 0.0), 0, None)])
+            mn, mx = h["eps_lower_min"].to_numpy(), h["eps_lower_max"].to_numpy()
+            with np.errstate(invalid="ignore"):               # ∞ − ∞ outside the panel, masked below
+                lo = np.where(inside, med - mn, 0.0)
+                hi = np.where(inside & np.isfinite(mx), mx - med, 0.0)
+            yerr = np.vstack([np.clip(lo, 0, None), np.clip(hi, 0, None)])
             ax.errorbar(h["claimed_epsilon"] + off, shown, yerr=yerr, fmt=mk, color=col, ms=5,
                         mfc=col if v == "correct" else "none", capsize=2, label=variant_label(m, v))
             for xv, m_, sv in zip(h["claimed_epsilon"] + off, med, shown):

@@ -205,11 +205,12 @@ def method_settings(cfg: dict, method: str) -> dict | None:
     tc = cfg["training"]
     dc = tc["dpsgd"]
     lbfgs = {"l2": tc["l2"], "maxiter": tc["maxiter"], "error_fraction": SOLVER_ERROR_FRACTION}
+    loss_perturbation = {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]}   # both calibrations
     vdm2020 = {
         "non_private": {"l2": tc["l2_non_private"], "gtol": tc["gtol"], "maxiter": tc["maxiter"]},
         "output_perturbation": lbfgs,
-        "loss_perturbation": {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]},
-        "loss_perturbation_tight": {**lbfgs, "regularizer": tc["loss_perturbation_regularizer"]},
+        "loss_perturbation": loss_perturbation,
+        "loss_perturbation_tight": loss_perturbation,
         # ``replace_one: half_budget`` calibrates the add/remove budget whose replace-one guarantee is (ε, δ) (the
         # method's ``neighbouring: replace_one``), ``double_bound`` calibrates (ε, δ) add/remove
         "dpsgd": {"clip": dc["clip"], "clip_scale": "per_example", "batch_size": dc["batch_size"],
