@@ -315,9 +315,10 @@ def audit_series_cpu_s(config: dict, method: str) -> float:
     total = 0.0
     for v in variants(method):
         seeds = int(cfg["seeds_correct"] if v == CORRECT else cfg["seeds"])
-        # every cell: the generator probe (2 runs of PROBE_TRIALS per side); the fixed-seed twin stops there
-        trials = 2 * PROBE_TRIALS + (0 if v == FIXED_SEED else trials_for(config, method, v))
-        total += len(cfg["epsilons"]) * seeds * (AUDIT_CELL_OVERHEAD_S + trials * unit)
+        for eps in cfg["epsilons"]:
+            # every cell: the generator probe (2 runs of PROBE_TRIALS per side); the fixed-seed twin stops there
+            trials = 2 * PROBE_TRIALS + (0 if v == FIXED_SEED else trials_for(config, method, v, eps))
+            total += seeds * (AUDIT_CELL_OVERHEAD_S + trials * unit)
     return total
 
 

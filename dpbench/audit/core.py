@@ -77,12 +77,17 @@ def generator_probe(config: dict, name: str, epsilon: float, variant: str, key: 
             "cpu_s": time.process_time() - c0}
 
 
-def trials_for(config: dict, name: str, variant: str = CORRECT) -> int:
-    """Trials per side of ``name``'s audit: ``studies.audit.methods.<name>.twin_trials.<variant>``, else
-    ``….<name>.trials``, else ``studies.audit.trials``."""
+def trials_for(config: dict, name: str, variant: str = CORRECT, epsilon: float | None = None) -> int:
+    """Trials per side of ``name``'s audit at claimed ``epsilon``: ``studies.audit.methods.<name>.twin_trials.
+    <variant>`` (a number, or a map claimed ε → number where the twin needs more trials at some ε only: a map
+    without this ε, or no ε given, falls through), else ``….<name>.trials``, else ``studies.audit.trials``."""
     a = config["studies"]["audit"]
     m = (a.get("methods") or {}).get(name, {})
-    return int((m.get("twin_trials") or {}).get(variant, m.get("trials", a["trials"])))
+    base = int(m.get("trials", a["trials"]))
+    t = (m.get("twin_trials") or {}).get(variant)
+    if isinstance(t, dict):
+        t = next((v for k, v in t.items() if epsilon is not None and float(k) == float(epsilon)), None)
+    return base if t is None else int(t)
 
 
 def correct_family_size(config: dict) -> int:
@@ -120,7 +125,7 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     m = method(name)
     if variant != CORRECT and variant not in twins(name):
         raise ValueError(f"{name} has no twin {variant!r}; twins: {list(twins(name))}")
-    trials = int(trials if trials is not None else trials_for(config, name, variant))
+    trials = int(trials if trials is not None else trials_for(config, name, variant, epsilon))
     alpha = alpha_for(config, variant)
     key = cell_key(name, epsilon, variant, seed_index, trials)
     t0, c0 = time.perf_counter(), time.process_time()

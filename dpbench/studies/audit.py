@@ -55,6 +55,13 @@ MARKERS = {"correct": ("o", "tab:green"), "noise_x0.5": ("s", "tab:red"), "noise
 # configuration and workflow hooks
 # ---------------------------------------------------------------------------------------------------------
 
+def _same_eps(key, eps) -> bool:
+    try:
+        return float(key) == float(eps)
+    except (TypeError, ValueError):
+        return False
+
+
 def validate(cfg: dict, prefix: str = "studies.audit") -> None:
     from dpbench.audit.core import twins
 
@@ -62,10 +69,14 @@ def validate(cfg: dict, prefix: str = "studies.audit") -> None:
     for m, block in (cfg.get("methods") or {}).items():
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.methods.{m}: unknown audit method; known: {sorted(known)}")
-        for t in (block or {}).get("twin_trials") or {}:
+        for t, n in ((block or {}).get("twin_trials") or {}).items():
             if t not in twins(m):
                 raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}: {m} has no twin {t!r}; "
                                   f"twins: {list(twins(m))}")
+            for e in (n if isinstance(n, dict) else {}):
+                if not any(_same_eps(e, c) for c in cfg.get("epsilons") or []):
+                    raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}.{e}: not one of the "
+                                      f"audit's claimed epsilons {cfg.get('epsilons')} (a map's keys are claimed ε)")
     for i, m in enumerate(cfg.get("series") or []):
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.series[{i}]: unknown audit method {m!r}")

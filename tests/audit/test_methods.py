@@ -339,8 +339,9 @@ def test_output_perturbation_ceiling():
     assert 0.98 * ceiling < two <= ceiling
 
 
-def test_twin_trials_override_and_validation():
-    """``studies.audit.methods.<m>.twin_trials.<twin>`` sets one twin's trials; an unknown twin is named."""
+def test_twin_trials_override_and_validation(tmp_path):
+    """``studies.audit.methods.<m>.twin_trials.<twin>`` sets one twin's trials, as a number or per claimed ε (a map:
+    an ε it does not list gets the method's trials); an unknown twin or an ε that is not claimed is named."""
     import copy
 
     from dpbench.audit.core import trials_for
@@ -350,13 +351,25 @@ def test_twin_trials_override_and_validation():
     cfg = load_config(DEFAULT_CONFIG_PATH)
     m = cfg["studies"]["audit"]["methods"]["dpsgd_mlp"]
     assert trials_for(cfg, "dpsgd_mlp") == m["trials"]
-    assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted") == m["twin_trials"]["bug_steps_accounted"]
+    assert trials_for(cfg, "dpsgd_mlp", "noise_x0.1", 4.0) == m["twin_trials"]["noise_x0.1"]
+    assert m["twin_trials"]["bug_steps_accounted"] == {1.0: 20000}
+    assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted", 1.0) == 20000
+    assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted", 4.0) == m["trials"]   # not listed: the method's
+    assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted") == m["trials"]
     assert trials_for(cfg, "dpsgd_mlp", "noise_x0.5") == m["trials"]
     assert trials_for(cfg, "ldp_mean", "noise_x0.5") == cfg["studies"]["audit"]["trials"]
     bad = copy.deepcopy(cfg["studies"]["audit"])
     bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.3": 10}
     with pytest.raises(ConfigError, match=r"methods\.dpsgd_mlp\.twin_trials\.noise_x0\.3"):
         A.validate(bad)
+    bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.5": {2.0: 10}}
+    with pytest.raises(ConfigError, match=r"twin_trials\.noise_x0\.5\.2\.0: not one of the audit's claimed"):
+        A.validate(bad)
+    path = tmp_path / "bad.yaml"               # the schema: a map's values are trial counts like the number form
+    path.write_text("studies:\n  audit:\n    methods:\n      dpsgd_mlp:\n        twin_trials:\n"
+                    "          noise_x0.5: {1.0: 2}\n")
+    with pytest.raises(ConfigError, match="twin_trials"):
+        load_config(DEFAULT_CONFIG_PATH, path)
 
 
 def test_scs13_transcript_inversion_recovers_the_noise():
