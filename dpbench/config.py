@@ -95,11 +95,14 @@ def _check_document_size(node, path) -> None:
 
 
 def coerce_numbers(obj):
-    """``obj`` with every string of the form ``1e-5`` (YAML 1.2 float, a string in YAML 1.1) as a float."""
+    """``obj`` with every string of the form ``1e-5`` (YAML 1.2 float, a string in YAML 1.1) as a float, and every
+    numeric mapping key as its string (``{1.0: 20000}`` → ``{"1.0": 20000}``: the jobs read the config from JSON,
+    whose keys are strings; the readers of such maps compare ``float(key)``)."""
     if isinstance(obj, str) and _EXP_FLOAT.match(obj):
         return float(obj.replace("_", ""))
     if isinstance(obj, dict):
-        return {k: coerce_numbers(v) for k, v in obj.items()}
+        return {(str(k) if isinstance(k, (int, float)) and not isinstance(k, bool) else k): coerce_numbers(v)
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [coerce_numbers(v) for v in obj]
     return obj

@@ -352,7 +352,7 @@ def test_twin_trials_override_and_validation(tmp_path):
     m = cfg["studies"]["audit"]["methods"]["dpsgd_mlp"]
     assert trials_for(cfg, "dpsgd_mlp") == m["trials"]
     assert trials_for(cfg, "dpsgd_mlp", "noise_x0.1", 4.0) == m["twin_trials"]["noise_x0.1"]
-    assert m["twin_trials"]["bug_steps_accounted"] == {1.0: 20000}
+    assert m["twin_trials"]["bug_steps_accounted"] == {"1.0": 20000}   # numeric keys read as strings (JSON)
     assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted", 1.0) == 20000
     assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted", 4.0) == m["trials"]   # not listed: the method's
     assert trials_for(cfg, "dpsgd_mlp", "bug_steps_accounted") == m["trials"]
@@ -362,7 +362,7 @@ def test_twin_trials_override_and_validation(tmp_path):
     bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.3": 10}
     with pytest.raises(ConfigError, match=r"methods\.dpsgd_mlp\.twin_trials\.noise_x0\.3"):
         A.validate(bad)
-    bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.5": {2.0: 10}}
+    bad["methods"]["dpsgd_mlp"]["twin_trials"] = {"noise_x0.5": {"2.0": 10}}
     with pytest.raises(ConfigError, match=r"twin_trials\.noise_x0\.5\.2\.0: not one of the audit's claimed"):
         A.validate(bad)
     path = tmp_path / "bad.yaml"               # the schema: a map's values are trial counts like the number form
