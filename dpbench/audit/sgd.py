@@ -19,10 +19,16 @@ from dpbench.learn.psgd import get_loss
 # DP-SGD (vdm2020 Fig. 1b, Eq. 4)
 # ---------------------------------------------------------------------------------------------------------
 
+#: the ``bug_sampling_rate`` twin tells the accountant q / SAMPLING_RATE_BUG (the batch size over ten times the
+#: dataset, e.g. the rate computed against the full MNIST-1M set while training on a 10 % slice)
+SAMPLING_RATE_BUG = 10.0
+
+
 def _dpsgd_setup(config: dict, block: dict, epsilon: float, twin: str, calibration: str = "source") -> dict:
     """The DP-SGD calibration of a vdm2020 DP-SGD configuration ``block`` (``dpsgd`` or ``mlp.dpsgd``) at claimed
     replace-one ε and the audit's batch-1 schedule: σ (× the twin's factor; the ``bug_steps_accounted`` twin is
-    calibrated for one epoch of steps but runs all of them), the claimed calibration, the study's q and T, the
+    calibrated for one epoch of steps but runs all of them, the ``bug_sampling_rate`` twin for the sampling rate
+    q/10 but samples at q), the claimed calibration, the study's q and T, the
     clip ν, the audit's N = ⌈1/q⌉ and epochs giving exactly T steps at batch 1. ``calibration="tight"``: σ of
     ``dpsgd_tight`` (the replace-one PLD calibration, :func:`dpbench.privacy.calibrate_dpsgd_replace_one`)."""
     from dpbench.learn import dpsgd_steps
@@ -39,8 +45,10 @@ def _dpsgd_setup(config: dict, block: dict, epsilon: float, twin: str, calibrati
     nu = clip_norm(float(v["cross_validation"]["fixed"]["clip"]), b, block["clip_scale"])
     e_ar, d_ar = add_remove_budget_for_replace_one(epsilon, delta)
     T_acc = T if twin != "bug_steps_accounted" else dpsgd_steps(n_study, b, 1, "poisson")  # 1 epoch accounted
-    cal = calibrate_dpsgd_noise(e_ar, d_ar, q, T_acc, accountant=block["accountant"], conversion=block["conversion"])
-    cal_claim = (cal if twin != "bug_steps_accounted" else
+    q_acc = q if twin != "bug_sampling_rate" else q / SAMPLING_RATE_BUG  # the accountant told a 10x smaller q
+    cal = calibrate_dpsgd_noise(e_ar, d_ar, q_acc, T_acc, accountant=block["accountant"],
+                                conversion=block["conversion"])
+    cal_claim = (cal if twin not in ("bug_steps_accounted", "bug_sampling_rate") else
                  calibrate_dpsgd_noise(e_ar, d_ar, q, T, accountant=block["accountant"],
                                        conversion=block["conversion"]))
     if calibration == "tight":
@@ -109,7 +117,7 @@ _TRANSCRIPT_NOTE = ("Threat model: the whole transcript θ₁, …, θ_T — wha
 
 @register(name="dpsgd_softmax", label="DP-SGD, softmax (vdm2020 Eq. 4)", study="vdm2020", pure=False,
           gaussian_composition=True, post_training_noise=False,
-          twins=("noise_x0.5", "bug_steps_accounted", "noise_x0.1"),
+          twins=("noise_x0.5", "bug_steps_accounted", "bug_sampling_rate", "noise_x0.1"),
           notes="δ = 1e-5 (Fig. 1b); σ from the study's accountant for its q = 256/60,000 and T = 20 epochs of "
                 "steps, replace-one calibrated at the add/remove budget (ε/2, δ/(1+e^{ε/2})); the audit runs "
                 "T steps at q_a = 1/⌈1/q⌉ ≤ q (batch 1), which only makes the run more private (the analysis "
