@@ -288,32 +288,34 @@ def default_series_cpu_s(config: dict) -> float:
     return 60.0 * float(config.get("resources", {}).get("default_cpu_minutes", 10))
 
 
-#: The audit study: CPU-seconds per trial (per side) of each audited method at the default calibration, and per
-#: cell on top of it, from ``benchmarks/audit_cost.py`` (every method, both ε, the correct implementation and
-#: every twin, one seed; one thread per cell; 2026-11-25). A method's series = its cells (ε × variants × seeds),
-#: each ``trials`` of the config. Per-trial costs of the SGD methods scale with their steps (T), which the smoke
+#: The audit study: CPU-seconds per trial of each audited method at the default calibration, and per cell on top
+#: of it. A method's series = its cells (ε × audited variants × seeds), each ``trials`` of the config plus the
+#: generator probe's (the fixed-seed twin: the probe only). Per-trial costs of the SGD methods scale with their steps (T), which the smoke
 #: calibrations shrink: there the projection is an upper bound.
-AUDIT_CPU_S_PER_TRIAL = {
-    "model_sensitivity": 7.9e-7, "mean_laplace": 6.0e-7, "mean_gaussian": 5.7e-7, "ldp_mean": 3.4e-7,
-    "ldp_sgd_report": 6.5e-7, "bolt_on": 1.0e-6, "functional_mechanism": 4.5e-6, "functional_mechanism_tight": 4.5e-6, "objective_perturbation": 4.2e-6,
-    "output_perturbation_erm": 5.8e-5, "output_perturbation_erm_tight": 5.8e-5, "scs13": 5.7e-5,       # SCS13: the transcript of 10 updates per trial
-    "loss_perturbation": 2.5e-3, "dpsgd_softmax": 8.7e-3, "dpsgd_mlp": 1.19e-2,   # one training per trial
-    "bst14": 9.0e-2,                                          # one BST14 run of T = 14,576 steps per trial
-    "loss_perturbation_tight": 2.5e-3,   # `dpbench audit loss_perturbation_tight`: 91 s for 6 cells x 2 x 3,000
-    "dpsgd_softmax_tight": 5.4e-3,       # `dpbench audit dpsgd_softmax_tight`: 257 CPU-s for 6 cells x 2 x 4,000
-    "dpsgd_mlp_tensors": 7.6e-3,         # `dpbench audit dpsgd_mlp_tensors`: 367 CPU-s for 6 cells x 2 x 4,000
+AUDIT_CPU_S_PER_TRIAL = {   # per trial (one release on each side of the pair), measured 2026-11-27: the whole
+    # default audit through Snakemake on an idle 2-core machine (revision 8de6630), median over a method's cells
+    # of (cell CPU - overhead) / (trials + the generator probe's)
+    "model_sensitivity": 6.5e-7, "mean_laplace": 3.0e-7, "mean_gaussian": 3.0e-7, "ldp_mean": 3.0e-7,
+    "ldp_sgd_report": 5.5e-7, "bolt_on": 1.35e-6, "functional_mechanism": 3.8e-6,
+    "functional_mechanism_tight": 4.1e-6, "objective_perturbation": 4.5e-6,
+    "output_perturbation_erm": 6.6e-5, "output_perturbation_erm_tight": 6.8e-5,
+    "scs13": 5.3e-5,                     # SCS13: the transcript of 10 updates per trial
+    "loss_perturbation": 2.3e-3, "loss_perturbation_tight": 2.6e-3,   # one training per trial
+    "dpsgd_softmax": 9.9e-3, "dpsgd_softmax_tight": 1.03e-2,           # one DP-SGD run per side per trial
+    "dpsgd_mlp": 1.31e-2, "dpsgd_mlp_tensors": 1.49e-2,
+    "bst14": 0.104,                      # one BST14 run of T = 14,576 steps per side per trial
 }
 AUDIT_CELL_OVERHEAD_S = 0.5
 
 
 def audit_series_cpu_s(config: dict, method: str) -> float:
     """Projected CPU-seconds of the audit study's series ``method`` (:data:`AUDIT_CPU_S_PER_TRIAL`)."""
-    from dpbench.audit.core import CORRECT, FIXED_SEED, PROBE_TRIALS, trials_for, variants
+    from dpbench.audit.core import CORRECT, FIXED_SEED, PROBE_TRIALS, audited_variants, trials_for
 
     cfg = config["studies"]["audit"]
     unit = AUDIT_CPU_S_PER_TRIAL.get(method, max(AUDIT_CPU_S_PER_TRIAL.values()))
     total = 0.0
-    for v in variants(method):
+    for v in audited_variants(config, method):
         seeds = int(cfg["seeds_correct"] if v == CORRECT else cfg["seeds"])
         for eps in cfg["epsilons"]:
             # every cell: the generator probe (2 runs of PROBE_TRIALS per side); the fixed-seed twin stops there

@@ -59,7 +59,7 @@ def progress_line(results_dir, output: str) -> str | None:
         os.close(fd)
     done = set((folder / PROGRESS_LOG).read_text().splitlines()) & set(jobs)
     total = sum(jobs.values())
-    left = total - sum(jobs[k] for k in done)
+    left = max(0.0, total - sum(jobs[k] for k in done))   # rounding can leave -0.0 after the last job
     cores = max(1, int(rec.get("cores") or 1))
     return (f"dpbench progress: {len(done)} of {len(jobs)} jobs done, ~{cpu_text(left)} of {cpu_text(total)} left, "
             f"~{_wall(left / cores)} on {cores} core(s) (projected)")

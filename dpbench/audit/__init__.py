@@ -6,7 +6,7 @@ release and a split-half Clopper–Pearson ε lower bound, plus broken twins the
 statistic, twins); ``core`` — one audit cell (method, ε, variant, seed)."""
 
 from dpbench.audit import core, methods, stats  # noqa: F401
-from dpbench.audit.core import CORRECT, run_cell, variants  # noqa: F401
+from dpbench.audit.core import CORRECT, audited_variants, run_cell, variants  # noqa: F401
 from dpbench.audit.methods import REGISTRY  # noqa: F401
 
-__all__ = ["core", "methods", "stats", "run_cell", "variants", "REGISTRY", "CORRECT"]
+__all__ = ["core", "methods", "stats", "run_cell", "variants", "audited_variants", "REGISTRY", "CORRECT"]

@@ -53,6 +53,13 @@ def variants(name: str) -> tuple[str, ...]:
     return (CORRECT,) + twins(name)
 
 
+def audited_variants(config: dict, name: str) -> tuple[str, ...]:
+    """The variants the audit study runs for ``name``: the correct implementation and the twins listed in
+    ``studies.audit.methods.<name>.twins`` (default: every twin, :func:`twins`), in :func:`twins`' order."""
+    chosen = ((config["studies"]["audit"].get("methods") or {}).get(name) or {}).get("twins")
+    return (CORRECT,) + (twins(name) if chosen is None else tuple(t for t in twins(name) if t in chosen))
+
+
 def _release(m: MethodAudit, config: dict, epsilon: float, variant: str, trials: int, rng) -> dict:
     """``m``'s audit run of ``variant`` with ``rng``; the fixed-seed twin (:data:`FIXED_SEED`) is the correct
     release drawing from ``default_rng(FIXED_SEED_VALUE)`` whatever generator it is given, as the bug does."""

@@ -77,6 +77,10 @@ def validate(cfg: dict, prefix: str = "studies.audit") -> None:
                 if not any(_same_eps(e, c) for c in cfg.get("epsilons") or []):
                     raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}.{e}: not one of the "
                                       f"audit's claimed epsilons {cfg.get('epsilons')} (a map's keys are claimed ε)")
+        for i, t in enumerate((block or {}).get("twins") or []):
+            if t not in twins(m):
+                raise ConfigError(f"invalid config: {prefix}.methods.{m}.twins[{i}]: {m} has no twin {t!r}; "
+                                  f"twins: {list(twins(m))}")
     for i, m in enumerate(cfg.get("series") or []):
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.series[{i}]: unknown audit method {m!r}")
@@ -128,18 +132,18 @@ def deviations(cfg: dict, name: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------
 
 def run_series(config: dict, figure_name: str, series_name: str, n_jobs: int = 1) -> pd.DataFrame:
-    """Every cell of one method: claimed ε × (correct + twins) × seeds; joblib over cells."""
+    """Every cell of one method: claimed ε × (correct + its audited twins) × seeds; joblib over cells."""
     from joblib import Parallel, delayed
     from threadpoolctl import threadpool_limits
 
-    from dpbench.audit import run_cell, variants
+    from dpbench.audit import audited_variants, run_cell
 
     figure(figure_name)
     cfg = config["studies"][STUDY]
     if series_name not in series(cfg, figure_name):
         raise ValueError(f"{series_name!r} is not a series of {STUDY}/{figure_name}; known: "
                          f"{series(cfg, figure_name)}")
-    jobs = [(float(e), v, s) for e in cfg["epsilons"] for v in variants(series_name)
+    jobs = [(float(e), v, s) for e in cfg["epsilons"] for v in audited_variants(config, series_name)
             for s in range(int(cfg["seeds"]) if v != "correct" else int(cfg.get("seeds_correct", cfg["seeds"])))]
 
     def one(e, v, s):

@@ -420,3 +420,43 @@ def test_correct_implementations_are_tested_family_wise(config):
     assert correct_family_size(sub) == 2 * len(a["epsilons"]) * int(a["seeds_correct"])
     r = run_cell(config, "ldp_mean", 1.0, "correct", 0, 20_000)
     assert r["alpha"] == pytest.approx(a["alpha"] / m)
+
+
+def test_audited_twins_subset_and_validation():
+    """``studies.audit.methods.<m>.twins`` picks the twins the study audits (in the registry's order; default every
+    twin); the cost model follows it; an unknown twin is named."""
+    import copy
+
+    from dpbench.audit.core import CORRECT, audited_variants, variants
+    from dpbench.config import ConfigError
+    from dpbench.costs import audit_series_cpu_s
+    from dpbench.studies import audit as A
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    assert audited_variants(cfg, "dpsgd_mlp") == (CORRECT, "noise_x0.5", "noise_x0.1", "bug_fixed_seed")
+    assert audited_variants(cfg, "ldp_mean") == variants("ldp_mean")          # not listed: every twin
+    every = copy.deepcopy(cfg)
+    every["studies"]["audit"]["methods"]["dpsgd_mlp"]["twins"] = None
+    assert audited_variants(every, "dpsgd_mlp") == variants("dpsgd_mlp")
+    assert audit_series_cpu_s(every, "dpsgd_mlp") > audit_series_cpu_s(cfg, "dpsgd_mlp") + 200   # + 20,000 runs
+    bad = copy.deepcopy(cfg["studies"]["audit"])
+    bad["methods"]["dpsgd_mlp"]["twins"] = ["noise_x0.5", "bug_typo"]
+    with pytest.raises(ConfigError, match=r"methods\.dpsgd_mlp\.twins\[1\]: dpsgd_mlp has no twin 'bug_typo'"):
+        A.validate(bad)
+
+
+def test_sampling_rate_twin_is_broken_on_the_transcript():
+    """``bug_sampling_rate`` (the accountant told q/10) runs a σ below the claim's, and the exact transcript ε of
+    the audited pair at that σ (dp_accounting's PLD) exceeds the claimed ε at both claimed values."""
+    import numpy as np
+
+    from dpbench.audit.sgd import _dpsgd_result, _dpsgd_setup
+
+    cfg = load_config(DEFAULT_CONFIG_PATH)
+    block = cfg["studies"]["vdm2020"]["dpsgd"]
+    for eps in (1.0, 4.0):
+        ok, bug = (_dpsgd_setup(cfg, block, eps, t) for t in ("correct", "bug_sampling_rate"))
+        assert bug["sigma"] < 0.7 * ok["sigma"]
+        assert bug["cal_claim"].noise_multiplier == ok["sigma"]              # the claim is the correct calibration
+        r = _dpsgd_result(np.zeros(2), np.zeros(2), bug)
+        assert r["eps_pair"] <= eps < r["eps_pair_variant"]
