@@ -37,6 +37,11 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: the keyword of a job function's output that its progress line reports (every ``job_*`` of dpbench.workflow
+#: has one: tests/workflow/test_snakemake.py)
+PROGRESS_OUTPUTS = ("out", "out_parquet", "out_html", "out_png")
+
+
 def parse(argv: list[str]) -> tuple[str, str, dict]:
     """``(config_path, function name, keyword arguments)`` from the command line; ValueError on a wrong count."""
     if len(argv) < 2 or argv[1] not in KINDS:
@@ -91,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"dpbench: job {' '.join(argv[1:5])} stopped by {name}; what it finished is cached and a rerun "
               f"resumes from there", file=sys.stderr, flush=True)
         sys.exit(128 + stop.signum)
-    out = next((kwargs[k] for k in ("out", "out_parquet", "out_html") if k in kwargs), None)
+    out = next((kwargs[k] for k in PROGRESS_OUTPUTS if k in kwargs), None)
     if out is not None:   # the run's progress against its projection (dpbench.plan.projection_before_run)
         from dpbench.progress import progress_line
 

@@ -230,3 +230,13 @@ def test_unknown_figure_target_is_an_error(tmp_path, data_dir):
     proc = snakemake(tmp_path, config, "-n", "figures/vdm2020/fig99.png", check=False)
     assert proc.returncode != 0
     assert "fig99" in proc.stdout + proc.stderr
+
+
+def test_every_job_names_the_output_its_progress_line_reports():
+    """Each job function of the workflow has an output keyword that dpbench.jobs reports in its progress line
+    (a job without one finishes silently and the run's last line falls short of "n of n")."""
+    from dpbench.jobs import KINDS, PROGRESS_OUTPUTS
+
+    assert len(KINDS) >= 9
+    silent = [kind for kind, (_, params) in KINDS.items() if not set(params) & set(PROGRESS_OUTPUTS)]
+    assert not silent, silent
