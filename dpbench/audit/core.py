@@ -93,8 +93,16 @@ def trials_for(config: dict, name: str, variant: str = CORRECT, epsilon: float |
     base = int(m.get("trials", a["trials"]))
     t = (m.get("twin_trials") or {}).get(variant)
     if isinstance(t, dict):
-        t = next((v for k, v in t.items() if epsilon is not None and float(k) == float(epsilon)), None)
+        t = next((v for k, v in t.items() if epsilon is not None and same_epsilon(k, epsilon)), None)
     return base if t is None else int(t)
+
+
+def same_epsilon(key, epsilon) -> bool:
+    """Is ``key`` of a per-ε map (a string once the config is read: ``"1.0"``) the claimed ``epsilon``?"""
+    try:
+        return float(key) == float(epsilon)
+    except (TypeError, ValueError):
+        return False
 
 
 def correct_family_size(config: dict) -> int:

@@ -55,32 +55,26 @@ MARKERS = {"correct": ("o", "tab:green"), "noise_x0.5": ("s", "tab:red"), "noise
 # configuration and workflow hooks
 # ---------------------------------------------------------------------------------------------------------
 
-def _same_eps(key, eps) -> bool:
-    try:
-        return float(key) == float(eps)
-    except (TypeError, ValueError):
-        return False
-
-
 def validate(cfg: dict, prefix: str = "studies.audit") -> None:
-    from dpbench.audit.core import twins
+    from dpbench.audit.core import same_epsilon, twins
+
+    def check_twin(m: str, t: str, where: str) -> None:
+        if t not in twins(m):
+            raise ConfigError(f"invalid config: {prefix}.methods.{m}.{where}: {m} has no twin {t!r}; "
+                              f"twins: {list(twins(m))}")
 
     known = set(_methods())
     for m, block in (cfg.get("methods") or {}).items():
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.methods.{m}: unknown audit method; known: {sorted(known)}")
         for t, n in ((block or {}).get("twin_trials") or {}).items():
-            if t not in twins(m):
-                raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}: {m} has no twin {t!r}; "
-                                  f"twins: {list(twins(m))}")
+            check_twin(m, t, f"twin_trials.{t}")
             for e in (n if isinstance(n, dict) else {}):
-                if not any(_same_eps(e, c) for c in cfg.get("epsilons") or []):
+                if not any(same_epsilon(e, c) for c in cfg.get("epsilons") or []):
                     raise ConfigError(f"invalid config: {prefix}.methods.{m}.twin_trials.{t}.{e}: not one of the "
                                       f"audit's claimed epsilons {cfg.get('epsilons')} (a map's keys are claimed ε)")
         for i, t in enumerate((block or {}).get("twins") or []):
-            if t not in twins(m):
-                raise ConfigError(f"invalid config: {prefix}.methods.{m}.twins[{i}]: {m} has no twin {t!r}; "
-                                  f"twins: {list(twins(m))}")
+            check_twin(m, t, f"twins[{i}]")
     for i, m in enumerate(cfg.get("series") or []):
         if m not in known:
             raise ConfigError(f"invalid config: {prefix}.series[{i}]: unknown audit method {m!r}")
