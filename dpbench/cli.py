@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("audit: name a method (dpbench audit list) or give --mechanism FILE.py:FUNCTION")
             if args.method == "list":
                 for name, m in REGISTRY.items():
-                    print(f"{name}\t{m.label}\ttwins: {', '.join(twins(name))}")
+                    print(f"{name}\t{m.label}\ttwins: {', '.join(twins(name))}\tpairs: {', '.join(m.pairs)}")
                 return 0
             config = _config(args)
             if args.method not in REGISTRY:
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             # eps_pair_correct: the audited pair's exact ε at the correct calibration (the most any test can show
             # for the correct method); eps_pair_twin: the twin's own exact ε on that pair where known (else nan)
             print("method\tclaimed_eps\tvariant\teps_hat\teps_lower_cp\teps_lower_gdp\teps_pair_correct"
-                  "\teps_pair_twin\ttrials\tverdict\truntime_s")
+                  "\teps_pair_twin\ttrials\tpair\tverdict\truntime_s")
             for e in epsilons:
                 for v in vs:
                     r = run_cell(config, args.method, e, v, args.seed_index, args.trials)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                         verdict += " (release ignores its generator: identical outputs under two generators)"
                     own = twin_pair_epsilon(SimpleNamespace(**r)) if v != "correct" else float("nan")
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
-                          f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}"
+                          f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}\t{r['pair']}"
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)
         elif args.cmd == "check-plugin":
             from dpbench.plugincheck import check_plugin

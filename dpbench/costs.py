@@ -309,17 +309,22 @@ AUDIT_CELL_OVERHEAD_S = 0.5
 
 
 def audit_series_cpu_s(config: dict, method: str) -> float:
-    """Projected CPU-seconds of the audit study's series ``method`` (:data:`AUDIT_CPU_S_PER_TRIAL`)."""
-    from dpbench.audit.core import CORRECT, FIXED_SEED, PROBE_TRIALS, audited_variants, trials_for
+    """Projected CPU-seconds of the audit study's series ``method`` (:data:`AUDIT_CPU_S_PER_TRIAL`; a method with
+    several pairs adds its pilot, :func:`dpbench.audit.core.pilot_trials` per pair)."""
+    from dpbench.audit.core import (CORRECT, FIXED_SEED, PROBE_TRIALS, audited_variants, method as audit_method,
+                                    pilot_trials, trials_for)
 
     cfg = config["studies"]["audit"]
     unit = AUDIT_CPU_S_PER_TRIAL.get(method, max(AUDIT_CPU_S_PER_TRIAL.values()))
+    n_pairs = len(audit_method(method).pairs)
     total = 0.0
     for v in audited_variants(config, method):
         seeds = int(cfg["seeds_correct"] if v == CORRECT else cfg["seeds"])
         for eps in cfg["epsilons"]:
             # every cell: the generator probe (2 runs of PROBE_TRIALS per side); the fixed-seed twin stops there
-            trials = 2 * PROBE_TRIALS + (0 if v == FIXED_SEED else trials_for(config, method, v, eps))
+            t = trials_for(config, method, v, eps)
+            pilot = n_pairs * pilot_trials(config, t) if n_pairs > 1 else 0
+            trials = 2 * PROBE_TRIALS + (0 if v == FIXED_SEED else t + pilot)
             total += seeds * (AUDIT_CELL_OVERHEAD_S + trials * unit)
     return total
 

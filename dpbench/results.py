@@ -288,8 +288,9 @@ def read_results(*paths: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-#: columns that never identify a figure point: the measurement, its repetition, seed and cost
-MEASUREMENT = ("value", "rep", "seed", "runtime_s")
+#: columns that never identify a figure point: the measurement, its repetition, seed and cost, and what an audit
+#: cell's pilot chose (``pair``, ``pilot``: outcomes of the measurement, dpbench.audit.core.choose_pair)
+MEASUREMENT = ("value", "rep", "seed", "runtime_s", "pair", "pilot")
 #: names of columns and metrics that measure elapsed time or CPU (``cpu_s``, ``runtime_ratio``, ...): they vary
 #: from run to run, so a timing column never identifies a figure point and a timing metric is never compared
 TIMING = re.compile(r"(runtime|seconds|time|_s$|^cpu)", re.IGNORECASE)

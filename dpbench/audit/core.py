@@ -13,7 +13,21 @@ whose outputs coincide while D and D′ give different outputs make the release 
 dataset on this pair: ε = ∞ (an event of probability 0 for a release with a continuous output; for a discrete
 one, 2 × :data:`PROBE_TRIALS` values coinciding). The cell then records ``eps_hat = inf`` and skips the
 releases. The twin :data:`FIXED_SEED` of every method is the method given a generator seeded by a constant at
-every call — exactly what a release that seeds its own generator does."""
+every call — exactly what a release that seeds its own generator does.
+
+**Several pairs.** A method whose audit builds more than one neighbouring pair (:attr:`MethodAudit.pairs`: the
+calibration's worst case first, then e.g. a label flip, a record on the boundary of the domain, a pair that
+attains the sensitivity in many coordinates) runs a **pilot** first (:func:`choose_pair`): ``pilot_fraction`` of
+the cell's trials per side on every pair, each with its own random streams, and the pair whose releases the
+statistic separates most (the mean of the statistic on D minus its mean on D′: for the exact log-likelihood ratio
+these audits compute, an estimate of the pair's symmetrised KL divergence; ties: the earlier pair) is the one the
+cell audits with its full trials. The mean uses every pilot trial, so it ranks pairs reliably from a few hundred
+trials, where a tail bound would not (a Clopper–Pearson pilot of 500 trials picked the weaker pair of bolt-on's
+×0.5 twin, which then went uncaught). The pilot only chooses, on
+releases the bound never sees, so the bound needs no multiple-testing correction (the pilot-then-test design of
+:mod:`dpbench.audit.user`); the chosen pair's releases use the cell's own noise stream, so a cell that keeps the
+worst-case pair gives exactly the ε̂ of a one-pair audit. The same procedure runs for the correct
+implementation and every twin: the audit does not know which one it is given."""
 
 from __future__ import annotations
 
@@ -35,6 +49,8 @@ FIXED_SEED_VALUE = 0
 GENERIC_TWINS = (FIXED_SEED,)
 PROBE_TRIALS = 32
 """Trials per side of each of the two runs of :func:`generator_probe`."""
+PILOT_MIN_TRIALS = 100
+"""The fewest pilot trials per side and pair (:func:`choose_pair`)."""
 
 
 def method(name: str) -> MethodAudit:
@@ -60,12 +76,40 @@ def audited_variants(config: dict, name: str) -> tuple[str, ...]:
     return (CORRECT,) + (twins(name) if chosen is None else tuple(t for t in twins(name) if t in chosen))
 
 
-def _release(m: MethodAudit, config: dict, epsilon: float, variant: str, trials: int, rng) -> dict:
-    """``m``'s audit run of ``variant`` with ``rng``; the fixed-seed twin (:data:`FIXED_SEED`) is the correct
-    release drawing from ``default_rng(FIXED_SEED_VALUE)`` whatever generator it is given, as the bug does."""
+def _release(m: MethodAudit, config: dict, epsilon: float, variant: str, trials: int, rng,
+             pair: str | None = None) -> dict:
+    """``m``'s audit run of ``variant`` with ``rng`` on ``pair`` (default: its first, the calibration's worst
+    case); the fixed-seed twin (:data:`FIXED_SEED`) is the correct release drawing from
+    ``default_rng(FIXED_SEED_VALUE)`` whatever generator it is given, as the bug does."""
+    kw = {} if len(m.pairs) == 1 else {"pair": pair or m.pairs[0]}
     if variant == FIXED_SEED:
-        return m.run(config, float(epsilon), CORRECT, trials, np.random.default_rng(FIXED_SEED_VALUE))
-    return m.run(config, float(epsilon), variant, trials, rng)
+        return m.run(config, float(epsilon), CORRECT, trials, np.random.default_rng(FIXED_SEED_VALUE), **kw)
+    return m.run(config, float(epsilon), variant, trials, rng, **kw)
+
+
+def pilot_trials(config: dict, trials: int) -> int:
+    """Pilot trials per side and pair: ``studies.audit.pilot_fraction`` (default 0.1) of the cell's ``trials``,
+    at least :data:`PILOT_MIN_TRIALS`."""
+    frac = float(config["studies"]["audit"].get("pilot_fraction", 0.1))
+    return max(PILOT_MIN_TRIALS, int(math.ceil(frac * int(trials))))
+
+
+def choose_pair(config: dict, name: str, epsilon: float, variant: str, trials: int, key: str
+                ) -> tuple[str, dict]:
+    """The pair a cell of ``name`` audits (module docstring, "Several pairs"): the pilot separation (mean of the
+    statistic on D minus on D′ over :func:`pilot_trials` releases per side, its own stream ``key +
+    "/pilot/<pair>"``) of every pair of :attr:`MethodAudit.pairs`; the largest wins, ties go to the earlier pair.
+    Returns the pair and ``{pair: pilot separation}`` (empty for a one-pair method)."""
+    m = method(name)
+    if len(m.pairs) == 1:
+        return m.pairs[0], {}
+    k, seed = pilot_trials(config, trials), int(config["seed"])
+    scores = {}
+    for p in m.pairs:
+        out = _release(m, config, epsilon, variant, k, generator(seed, f"{key}/pilot/{p}"), pair=p)
+        scores[p] = float(np.mean(out["s_d"]) - np.mean(out["s_dp"]))
+    best = max(scores.values())
+    return next(p for p in m.pairs if scores[p] == best), scores
 
 
 def generator_probe(config: dict, name: str, epsilon: float, variant: str, key: str) -> dict:
@@ -128,7 +172,9 @@ def cell_key(name: str, epsilon: float, variant: str, seed_index: int, trials: i
 
 def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, seed_index: int = 0,
              trials: int | None = None) -> dict:
-    """Audit ``name`` at claimed replace-one ε: statistics of the releases on the worst-case pair, then the
+    """Audit ``name`` at claimed replace-one ε: statistics of the releases on its worst-case pair (for a method
+    with several pairs, the one the pilot of :func:`choose_pair` picks: column ``pair``, the pilot separations in
+    ``pilot``), then the
     split-half Clopper–Pearson bound (:func:`dpbench.audit.stats.epsilon_lower_bound_split`, ``eps_lower``) and,
     where the method declares its release a composition of Gaussian steps (``gaussian_composition``; its run
     then returns ``gdp``; asking for it otherwise is a ValueError), the μ-GDP bound
@@ -147,7 +193,8 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
     probe = generator_probe(config, name, epsilon, variant, key)
     if probe["generator_independent"]:
         return _deterministic_row(m, name, float(epsilon), variant, seed_index, alpha, probe["delta"], t0, c0)
-    out = _release(m, config, epsilon, variant, trials, generator(int(config["seed"]), key + "/noise"))
+    pair, pilot = choose_pair(config, name, float(epsilon), variant, trials, key)
+    out = _release(m, config, epsilon, variant, trials, generator(int(config["seed"]), key + "/noise"), pair=pair)
     b = S.epsilon_lower_bound_split(out["s_d"], out["s_dp"], out["delta"], generator(int(config["seed"]), key + "/split"),
                                     alpha)
     if out.get("gdp") and not m.gaussian_composition:
@@ -168,8 +215,14 @@ def run_cell(config: dict, name: str, epsilon: float, variant: str = CORRECT, se
             "eps_lower_gdp": float(g["eps_lower"]), "auc": float(g["auc"]), "mu_lower": float(g["mu_lower"]),
             "eps_hat": eps_hat, "fires": bool(eps_hat > eps + 1e-12), "generator_independent": False, "tp": b["tp"], "n_pos": b["n_pos"], "fp": b["fp"],
             "n_neg": b["n_neg"], "threshold": b["threshold"], "noise_scale": float(out.get("noise_scale", math.nan)),
-            "post_training_noise": m.post_training_noise, "runtime_s": time.perf_counter() - t0,
+            "post_training_noise": m.post_training_noise, "pair": pair, "pairs": len(m.pairs),
+            "pilot": format_pilot(pilot), "runtime_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0}
+
+
+def format_pilot(scores: dict) -> str:
+    """The pilot separations of a cell as one string, ``"saturation=0.173 label_flip=0.0631"`` ("" for one pair)."""
+    return " ".join(f"{p}={v:.4g}" for p, v in scores.items())
 
 
 def _deterministic_row(m: MethodAudit, name: str, eps: float, variant: str, seed_index: int, alpha: float,
@@ -182,4 +235,5 @@ def _deterministic_row(m: MethodAudit, name: str, eps: float, variant: str, seed
             "fraction": math.inf, "eps_lower_gdp": nan, "auc": nan, "mu_lower": nan, "eps_hat": math.inf,
             "fires": True, "generator_independent": True, "tp": 0, "n_pos": 0, "fp": 0, "n_neg": 0,
             "threshold": nan, "noise_scale": nan, "post_training_noise": m.post_training_noise,
+            "pair": m.pairs[0], "pairs": len(m.pairs), "pilot": "",
             "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}

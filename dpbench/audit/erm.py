@@ -13,7 +13,7 @@ import numpy as np
 from dpbench.audit import stats as S
 from dpbench.audit.pairs import (
     bias_pair, ch4_settings, logistic_pair, push_margin, saturated_canary, sigmoid, softmax_pair,
-    softmax_saturation_pair, vdm_settings,
+    softmax_label_flip_pair, softmax_saturation_pair, vdm_settings,
 )
 from dpbench.audit.registry import chunked, factor, register
 
@@ -31,18 +31,22 @@ from dpbench.audit.registry import chunked, factor, register
                 "are x = (0, 1) of class 1 (a bias feature: the fitted margin m ≈ 5.8), the canary x = (±a, b) "
                 "of class 0 with a² + b² = 1 chosen to maximise a·σ(m·b); the canary is misclassified with "
                 "probability ≈ 0.91, so its gradients on D and D′ differ by ≈ 0.83 of 2K, and the other "
-                "records' curvature lies along the bias only.")
-def audit_model_sensitivity(config, epsilon, twin, trials, rng):
+                "records' curvature lies along the bias only.",
+          pairs=("saturation", "label_flip"),
+          pair_notes={"saturation": "canary (±a, b) of class 0 beside N − 1 records (0, 1) of class 1: 0.83 of 2K",
+                      "label_flip": "canary (1, 0) on the unit sphere, class 0 vs class 1, beside the same "
+                                    "records: K of 2K (softmax_label_flip_pair)"})
+def audit_model_sensitivity(config, epsilon, twin, trials, rng, pair="saturation"):
     from dpbench.learn import fit_softmax, sensitivity_grad_norm_tol
     from dpbench.methods.sensitivity import model_sensitivity_noise
     from dpbench.privacy import sample_l2_laplace
 
     p = vdm_settings(config)
     n, lam = p["n"], p["lam"]
-    (Xd, y), (Xp, _) = softmax_saturation_pair(n, lam)
+    (Xd, yd), (Xp, yp) = (softmax_saturation_pair if pair == "saturation" else softmax_label_flip_pair)(n, lam)
     tol = sensitivity_grad_norm_tol(n, p["error_fraction"])
-    fD = fit_softmax(Xd, y, 2, l2=lam, grad_norm_tol=tol)
-    fP = fit_softmax(Xp, y, 2, l2=lam, grad_norm_tol=tol)
+    fD = fit_softmax(Xd, yd, 2, l2=lam, grad_norm_tol=tol)
+    fP = fit_softmax(Xp, yp, 2, l2=lam, grad_norm_tol=tol)
     # the bug twin: replace-one calibrated with the add/remove sensitivity K/(Nλ) (= Lemma 1 at 2N)
     _, beta = model_sensitivity_noise(2 * n if twin == "bug_addremove_sensitivity" else n, lam, epsilon, 0.0,
                                       p["error_fraction"])
@@ -219,11 +223,12 @@ def _audit_output_perturbation_erm(config, epsilon, twin, trials, rng, sensitivi
             "eps_pair": float(beta * np.linalg.norm(fD - fP)), "noise_scale": r0.sensitivity / epsilon}
 
 
-def _objp_pair(config: dict, epsilon: float):
+def _objp_pair(config: dict, epsilon: float, pair: str = "saturation"):
     """The objective-perturbation saturation pair: (Xd, Xp, y, R, Λ). λ = √(d/(nε)) and n of Fig. 4.1, Λ = λ +
     the extra ridge of CMS11 step 2; R = the largest radius of the study's tuning sets (objective perturbation
     is run on the ball ‖w‖ ≤ R, whose logistic calibration — ε′, the extra ridge, the noise 2ρ/ε′ with ρ = 1,
-    c = 1/4 — does not depend on R). k records x = (0, 1) with y = −1 push the bias weight to −s with
+    c = 1/4 — does not depend on R). ``pair``: "saturation" (below) or "label_flip" (the same D, the canary's
+    label flipped in D′, i.e. its features negated: x′ = (−a, −b)). k records x = (0, 1) with y = −1 push the bias weight to −s with
     Λs = (k/n)σ(−s): all n − 1 of them unless that would put s beyond 0.9R (then k is cut so the solution stays
     inside the ball, where the likelihood-ratio statistic is exact); the canary is x = (±a, b), y = +1, with
     a·σ(s·b) maximal (see :func:`saturated_canary`)."""
@@ -239,6 +244,8 @@ def _objp_pair(config: dict, epsilon: float):
     k = min(n - 1, int(n * lam_tot * s_cap / float(sigmoid(-s_cap))))
     a, h = saturated_canary(push_margin(k / (n * lam_tot)))
     Xd, Xp = bias_pair(n, a, h, pushers=k)
+    if pair == "label_flip":       # (x, +1) vs (x, −1), written (x, +1) vs (−x, +1): ℓ depends on y·x only
+        Xp[-1] = -Xd[-1]
     y = -np.ones(n)
     y[-1] = 1.0
     return Xd, Xp, y, R, lam_tot
@@ -264,14 +271,19 @@ def _logistic_canary(W, x):
                 "One solve per trial (the study's implementation, K releases solved together: "
                 "``objective_perturbation(..., size=K)``); statistic = the exact log-likelihood ratio of the release (noise "
                 "density ratio of b(w) = −(Σ∇ℓ(w) + nΛw) on D vs D′ times the Jacobian ratio "
-                "det ∇²F_D/det ∇²F_D′, Chaudhuri et al. 2011 proof of Thm 9), exact for interior solutions.")
-def audit_objective_perturbation(config, epsilon, twin, trials, rng):
+                "det ∇²F_D/det ∇²F_D′, Chaudhuri et al. 2011 proof of Thm 9), exact for interior solutions.",
+          pairs=("saturation", "label_flip"),
+          pair_notes={"saturation": "canary (±a, b), y = +1, beside records (0, 1), y = −1: gradients differ by "
+                                    "≈ 1.19-1.24 of 2",
+                      "label_flip": "the canary (a, b) with y = +1 vs y = −1 (≡ features (−a, −b)): its margin "
+                                    "changes sign, so one side's gradient is small"})
+def audit_objective_perturbation(config, epsilon, twin, trials, rng, pair="saturation"):
     from dpbench.methods.objective_perturbation import objective_perturbation
     from dpbench.methods.output_perturbation import distinct_rows
 
     p = ch4_settings(config, epsilon)
     n = p["n"]
-    Xd, Xp, y, R, _ = _objp_pair(config, epsilon)
+    Xd, Xp, y, R, _ = _objp_pair(config, epsilon, pair)
     others, yo, counts = distinct_rows(Xd[:-1], y[:-1])   # the other records (two kinds) with their counts
     f = factor(twin)
 
@@ -305,9 +317,13 @@ def audit_objective_perturbation(config, epsilon, twin, trials, rng):
                 "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, spread over 70 coordinates, where the "
                 "Laplace privacy loss concentrates far below its maximum: the noise ×0.5 twin is broken on that "
                 "pair (1.04ε) but by too little, too thinly spread, for a finite audit; the label pair puts its "
-                "whole distance on d coordinates, which a finite audit can reach.")
-def audit_functional_mechanism(config, epsilon, twin, trials, rng):
-    return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "source")
+                "whole distance on d coordinates, which a finite audit can reach.",
+          pairs=("label_flip", "lattice"),
+          pair_notes={"label_flip": "canary 𝟙 with y = 0 vs y = 1 beside records 0: c moves by 𝟙 (d coordinates)",
+                      "lattice": "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, beside records 0: the "
+                                 "largest move between box records (0.521Δ) over 70 coordinates"})
+def audit_functional_mechanism(config, epsilon, twin, trials, rng, pair="label_flip"):
+    return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "source", pair)
 
 
 @register(name="functional_mechanism_tight", label="functional mechanism, tight calibration (Zhang et al. 2012)",
@@ -317,23 +333,32 @@ def audit_functional_mechanism(config, epsilon, twin, trials, rng):
                 "The label pair moves c by 𝟙: ε_pair = 8/12.5 ε = 0.64ε. The pair that attains Δ* (x = (0, …, 0, "
                 "1, 1) vs x′ = (−1, …, −1), both y = 0) spreads it over 70 coordinates, where the Laplace privacy "
                 "loss concentrates: the ×0.9 twin is broken there (1.11ε) but no finite audit sees it; the ×0.5 "
-                "twin is broken on the label pair too (1.28ε).")
-def audit_functional_mechanism_tight(config, epsilon, twin, trials, rng):
-    return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "tight")
+                "twin is broken on the label pair too (1.28ε).",
+          pairs=("label_flip", "lattice"),
+          pair_notes={"label_flip": "canary 𝟙 with y = 0 vs y = 1 beside records 0: c moves by 𝟙 (d coordinates)",
+                      "lattice": "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, beside records 0: the "
+                                 "largest move between box records (0.521Δ) over 70 coordinates"})
+def audit_functional_mechanism_tight(config, epsilon, twin, trials, rng, pair="label_flip"):
+    return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "tight", pair)
 
 
-def _audit_functional_mechanism(config, epsilon, twin, trials, rng, calibration):
+def _audit_functional_mechanism(config, epsilon, twin, trials, rng, calibration, pair="label_flip"):
     from dpbench.methods.functional_mechanism import fm_logistic_objective, fm_logistic_sensitivity, fm_perturb
 
     p = ch4_settings(config, epsilon)
     n, d = p["n"], p["d"]
     domain = config["studies"]["wu2016"]["ch4"]["fm"]["domain"]
     X = np.zeros((n, d))
-    X[-1] = 1.0
     y, yp = np.zeros(n), np.zeros(n)
-    yp[-1] = 1.0
+    Xp = X.copy()
+    if pair == "label_flip":
+        X[-1], Xp[-1] = 1.0, 1.0
+        yp[-1] = 1.0
+    else:                          # the lattice pair: (0, …, 0, 1, 1) vs (−1, …, −1), both y = 0
+        X[-1, -2:] = 1.0
+        Xp[-1] = -1.0
     sens = fm_logistic_sensitivity(d, domain, calibration=calibration)
-    (MD, cD), (MP, cP) = fm_logistic_objective(X, y), fm_logistic_objective(X, yp)
+    (MD, cD), (MP, cP) = fm_logistic_objective(X, y), fm_logistic_objective(Xp, yp)
     fD, fP = np.r_[MD.ravel(), cD], np.r_[MP.ravel(), cP]
     scale = sens / epsilon
     f = factor(twin)

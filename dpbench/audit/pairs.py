@@ -108,6 +108,20 @@ def softmax_saturation_pair(n: int, lam: float):
     return (Xd, y), (Xp, y)
 
 
+def softmax_label_flip_pair(n: int, lam: float):
+    """Model-sensitivity label-flip pair (two features, two classes): the other n − 1 records as in
+    :func:`softmax_saturation_pair` (x = (0, 1) of class 1), the canary x = (1, 0) on the boundary of the unit
+    ball, of class 0 in D and class 1 in D′. Its gradient rows differ by ‖e₁ − e₀‖ = √2 = K, half of Lemma 1's
+    2K, along the a-coordinate (ε_pair ≈ ε/2), with the canary's features fixed: the label-flip neighbour."""
+    X = np.zeros((n, 2))
+    X[:-1, 1] = 1.0
+    X[-1] = (1.0, 0.0)
+    y = np.ones(n, dtype=np.int64)
+    yd = y.copy()
+    yd[-1] = 0
+    return (X, yd), (X.copy(), y)
+
+
 def ch4_settings(config: dict, epsilon: float) -> dict:
     n, d = CH4_N, CH4_D
     R = float(config["studies"]["wu2016"]["ch4"]["data_independent_radius"])

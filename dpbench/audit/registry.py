@@ -25,6 +25,10 @@ class MethodAudit:
                                          # μ-GDP bound from the AUC applies (a run may then return gdp=True)
     notes: str = ""
     twin_labels: dict = field(default_factory=dict)
+    pairs: tuple[str, ...] = ("worst_case",)   # the neighbouring pairs the audit function builds (its ``pair``
+                                         # keyword), the calibration's worst case first; with more than one, a
+                                         # pilot on each chooses the one the cell audits (dpbench.audit.core)
+    pair_notes: dict = field(default_factory=dict)   # pair name -> what it is and which fault it exposes
 
 
 REGISTRY: dict[str, MethodAudit] = {}

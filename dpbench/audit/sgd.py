@@ -296,8 +296,12 @@ def tensors_pair(n: int):
                 "other record has curvature (the previous pair, other records 0 and canary ±1 at w ≈ 0, had "
                 "|ℓ′| = 1/2). The sampling order is drawn once from a seed shared by both sides (the "
                 "sensitivity holds for every order); the capped early steps η = 1/β of the schedule keep "
-                "ε_pair ≈ 0.8ε.")
-def audit_bolt_on(config, epsilon, twin, trials, rng):
+                "ε_pair ≈ 0.8ε.",
+          pairs=("saturation", "label_flip"),
+          pair_notes={"saturation": "canary (±a, b), y = +1, beside records (0, 1), y = −1: ≈ 0.87 of 2L",
+                      "label_flip": "canary (1, 0) on the unit sphere with y = +1 vs y = −1 beside the same "
+                                    "records: the logistic gradients ±σ(∓w₁)·x differ by L·x"})
+def audit_bolt_on(config, epsilon, twin, trials, rng, pair="saturation"):
     from dpbench.methods import private_psgd_many as many
     from dpbench.privacy.mechanisms import output_noise
 
@@ -308,8 +312,15 @@ def audit_bolt_on(config, epsilon, twin, trials, rng):
     a, h = saturated_canary(push_margin(1.0 / lam))
     Yk = -np.ones((m, 1))
     Yk[-1, 0] = 1.0
-    for X in bias_pair(m, a, h):
-        _, info = many.bolt_on_many(X, Yk, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
+    if pair == "saturation":
+        sides = [(X, Yk) for X in bias_pair(m, a, h)]
+    else:                          # the canary (1, 0), its label flipped
+        X = bias_pair(m, 1.0, 0.0)[0]
+        Yf = Yk.copy()
+        Yf[-1, 0] = -1.0
+        sides = [(X, Yk), (X, Yf)]
+    for X, Y in sides:
+        _, info = many.bolt_on_many(X, Y, "logistic", passes, b, [epsilon], 0.0, np.random.default_rng(shared),
                                     l2=lam, sc_sensitivity=c["choices"]["sc_sensitivity"])
         W0.append(info["W0"][0])
         sens = info["sensitivity"]

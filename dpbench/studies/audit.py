@@ -35,7 +35,9 @@ FIGURES = {"fig_audit": FigureSpec(
     STUDY, "fig_audit", "Privacy audit: empirical ε lower bound vs claimed ε", "epsilon", "claimed ε",
     "ε̂ (95 % lower confidence bound)", _methods(),
     "White-box audit of every private training method at its study's default calibration: worst-case "
-    "neighbouring pair, likelihood-ratio statistic of the release, threshold chosen on half of the trials and "
+    "neighbouring pair (methods with several pairs — label flip, domain boundary, out-of-domain record — audit "
+    "the one a pilot on separate trials separates most; column pair), likelihood-ratio statistic of the "
+    "release, threshold chosen on half of the trials and "
     "Clopper–Pearson bounds on the other half (Jagielski et al. 2020; Nasr et al. 2021, 2023). DP-SGD, SCS13 "
     "and BST14: the whole transcript of iterates (what their analyses bound); for DP-SGD and BST14 the larger of "
     "that bound and the μ-GDP bound from the AUC (a GDP model of the composition, as in Nasr et al. 2023; column "
