@@ -307,6 +307,12 @@ def audit_objective_perturbation(config, epsilon, twin, trials, rng, pair="satur
     return {**out, "delta": 0.0, "eps_pair": float("nan"), "noise_scale": draw.noise_scale}
 
 
+FM_PAIRS = dict(pairs=("label_flip", "lattice"),
+                pair_notes={"label_flip": "canary 𝟙 with y = 0 vs y = 1 beside records 0: c moves by 𝟙 (d coordinates)",
+                            "lattice": "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, beside records 0: "
+                                       "the largest move between box records (0.521Δ) over 70 coordinates"})
+
+
 @register(name="functional_mechanism", label="functional mechanism (Zhang et al. 2012; wu2016 ch. 4)",
           study="wu2016", twins=("noise_x0.5", "noise_x0.25"),
           notes="Logistic FM on the study's box domain with d = 8 (diabetes): Δ = d²/4 + d depends on d, so d is "
@@ -318,10 +324,7 @@ def audit_objective_perturbation(config, epsilon, twin, trials, rng, pair="satur
                 "Laplace privacy loss concentrates far below its maximum: the noise ×0.5 twin is broken on that "
                 "pair (1.04ε) but by too little, too thinly spread, for a finite audit; the label pair puts its "
                 "whole distance on d coordinates, which a finite audit can reach.",
-          pairs=("label_flip", "lattice"),
-          pair_notes={"label_flip": "canary 𝟙 with y = 0 vs y = 1 beside records 0: c moves by 𝟙 (d coordinates)",
-                      "lattice": "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, beside records 0: the "
-                                 "largest move between box records (0.521Δ) over 70 coordinates"})
+          **FM_PAIRS)
 def audit_functional_mechanism(config, epsilon, twin, trials, rng, pair="label_flip"):
     return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "source", pair)
 
@@ -334,10 +337,7 @@ def audit_functional_mechanism(config, epsilon, twin, trials, rng, pair="label_f
                 "1, 1) vs x′ = (−1, …, −1), both y = 0) spreads it over 70 coordinates, where the Laplace privacy "
                 "loss concentrates: the ×0.9 twin is broken there (1.11ε) but no finite audit sees it; the ×0.5 "
                 "twin is broken on the label pair too (1.28ε).",
-          pairs=("label_flip", "lattice"),
-          pair_notes={"label_flip": "canary 𝟙 with y = 0 vs y = 1 beside records 0: c moves by 𝟙 (d coordinates)",
-                      "lattice": "x = (0, …, 0, 1, 1) vs x′ = (−1, …, −1), both y = 0, beside records 0: the "
-                                 "largest move between box records (0.521Δ) over 70 coordinates"})
+          **FM_PAIRS)
 def audit_functional_mechanism_tight(config, epsilon, twin, trials, rng, pair="label_flip"):
     return _audit_functional_mechanism(config, epsilon, twin, trials, rng, "tight", pair)
 
