@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="the reference folder to write (e.g. docs/reference/smoke)")
     p.add_argument("--figures", help="the run's figures folder: also write its PNGs, downscaled")
     p.add_argument("--note", default="", help="a sentence stored in meta.json (how the run was made)")
+    p.add_argument("--merge", action="store_true",
+                   help="update the reference in OUT with this run's figures (and its studies' claims), keeping "
+                        "the rest: a rerun of some figures after a change")
     p = sub.add_parser("check-plugin", help=COMMANDS["check-plugin"], description=COMMANDS["check-plugin"],
                        epilog="The contract it checks: docs/extending.md, 'The contract of a method'.")
     p.add_argument("plugin", help="a .py file (relative to the working folder) or an importable module name")
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "reference":
             from dpbench.reference import write_reference
 
-            n = write_reference(args.results, args.out, args.figures, note=args.note)
+            n = write_reference(args.results, args.out, args.figures, note=args.note, merge=args.merge)
             print(f"{args.out}: {n['figures']} figures, {n['points']} points, {n['claims']} claims, "
                   f"{n['pngs']} PNGs" + (f"; unfinished (no PNG), left out: {', '.join(n['skipped'])}"
                                          if n["skipped"] else ""))

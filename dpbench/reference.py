@@ -312,10 +312,15 @@ def default_reference(run_path: str | Path, root: str | Path = REFERENCE_ROOT) -
 
 
 def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: str | Path | None = None,
-                    png_width: int = 640, note: str = "") -> dict:
+                    png_width: int = 640, note: str = "", merge: bool = False) -> dict:
     """Write the reference of the run in ``results_dir`` to ``out_dir`` (see the module docstring); with
     ``figures_dir`` also the run's figures downscaled to ``png_width`` pixels, and only the figures drawn there
-    (a figure without its PNG is unfinished: listed in ``meta.json`` as such, not summarised). Returns counts."""
+    (a figure without its PNG is unfinished: listed in ``meta.json`` as such, not summarised). Returns counts.
+
+    ``merge``: update the reference already in ``out_dir`` with a run of some of its figures (a rerun of one
+    study after a change): the run's figures replace theirs, the claims of every study whose claims the run has
+    replace that study's, every other figure, claim and PNG is kept; ``meta.json`` merges the figures' grid
+    hashes, takes the run's config (``grid_hash``) and lists each piece's revision and figures (``pieces``)."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     run = read_run(results_dir)
     skipped = []
@@ -324,6 +329,21 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
             if not (Path(figures_dir) / key[0] / f"{key[1]}.png").exists():
                 skipped.append("/".join(key))
                 del run.points[key]
+    new_figures = sorted(run.points)
+    old_meta: dict = {}
+    if merge:
+        if not (out_dir / "summary").is_dir():
+            raise FileNotFoundError(f"--merge: {out_dir} holds no reference to update (no summary/ folder)")
+        old = read_run(out_dir)
+        old_meta = old.meta
+        run.points = {**old.points, **run.points}
+        studies = set(run.claims["study"]) if len(run.claims) else set()
+        kept = old.claims[~old.claims["study"].isin(studies)] if len(old.claims) else old.claims
+        run.claims = pd.concat([kept, run.claims], ignore_index=True) if len(run.claims) else kept
+        run.meta["figure_grid_hashes"] = {**(old_meta.get("figure_grid_hashes") or {}),
+                                          **(run.meta.get("figure_grid_hashes") or {})}
+        run.meta["dataset_variants"] = sorted(set(old_meta.get("dataset_variants") or [])
+                                              | set(run.meta.get("dataset_variants") or []))
     (out_dir / "summary").mkdir(parents=True, exist_ok=True)
     for old in [*(out_dir / "summary").glob("*.csv"), *(out_dir / "summary").glob("*.csv.gz")]:
         old.unlink()
@@ -343,7 +363,7 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
     if figures_dir is not None:
         from dpbench.report import thumbnail_png
 
-        for study, figure in sorted(run.points):
+        for study, figure in new_figures:
             src = Path(figures_dir) / study / f"{figure}.png"
             if src.exists():
                 dst = out_dir / "figures" / study / f"{figure}.png"
@@ -352,12 +372,23 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
                 n_png += 1
     configs = run_configs(results_dir)
     fig_hashes = run.meta.get("figure_grid_hashes") or {}
+    piece = {k: run.meta.get(k) for k in ("git_revision", "created")}
+    piece.update(figures=["/".join(k) for k in new_figures], note=note)
+    pieces = []
+    if merge:   # the reference it updates was one piece unless it already lists its pieces
+        first = {"git_revision": old_meta.get("git_revision"), "created": old_meta.get("created"),
+                 "figures": "the others", "note": old_meta.get("note", "")}
+        pieces = [*(old_meta.get("pieces") or [first]), piece]
     meta = {**run.meta, "grid_hash": grid_hash(configs[0]) if configs else None,
             "figure_grid_hashes": {f"{s}/{f}": fig_hashes[f"{s}/{f}"] for s, f in sorted(run.points)
                                    if f"{s}/{f}" in fig_hashes},
             "figures": len(run.points),
-            "studies": sorted({k[0] for k in run.points}), "unfinished_figures": skipped,
+            "studies": sorted({k[0] for k in run.points}),
+            "unfinished_figures": sorted(set(old_meta.get("unfinished_figures") or []) - set(piece["figures"])
+                                         | set(skipped)) if merge else skipped,
             "claims_of": sorted(set(run.claims["study"])) if len(run.claims) else [], "points": n_points, "claims": len(claims), "note": note}
+    if merge:
+        meta["pieces"] = pieces
     atomic_write_bytes(out_dir / "meta.json", (json.dumps(meta, indent=1, default=str) + "\n").encode())
     return {"figures": len(run.points), "points": n_points, "claims": len(claims), "pngs": n_png,
             "skipped": skipped}

@@ -244,3 +244,68 @@ def test_figures_of_another_grid_are_matched_and_skipped_per_figure(tmp_path, ca
     assert not c2.failed
     assert "figures whose grid differs from the reference's not compared" in R.report_text(c2, "ref", "run")
     assert R.compare(write_run(tmp_path / "run3", rows(shift=1.0), CLAIMS, cfg), root / "mine").failed
+
+
+def _write_fig(root, df, figure, study="toy"):
+    (root / study / figure).mkdir(parents=True, exist_ok=True)
+    for s, g in df.groupby("series"):
+        write_parquet(g.assign(figure=figure, study=study), root / study / figure / f"{s}.parquet",
+                      provenance({"seed": 1}))
+
+
+def test_merge_updates_the_rerun_figure_and_its_studys_claims_and_keeps_the_rest(tmp_path, capsys):
+    """``dpbench reference RUN OUT --merge``: a rerun of one study's figure replaces that figure's points and that
+    study's claims in an existing reference; the other study's figure, claims and PNG stay byte for byte; meta.json
+    lists the pieces; a run of the whole grid compares clean against the merged reference."""
+    cfg = {"seed": 1, "studies": {"toy": {"n": 3}, "other": {"k": 1}}, "data": {"cache_dir": "data"},
+           "results_dir": "x"}
+    run0 = tmp_path / "run0"
+    _write_fig(run0, rows(), "f1")
+    _write_fig(run0, rows(seed=5), "g1", study="other")
+    claims = [*CLAIMS, {**CLAIMS[0], "study": "other", "figure": "g1", "claim": "c2", "verdict": "fails"}]
+    write_parquet(pd.DataFrame(claims), run0 / "claims.parquet", provenance({"seed": 1}, kind="claims"))
+    (run0 / ".jobs").mkdir()
+    (run0 / ".jobs" / "config-0.json").write_text(json.dumps(cfg))
+    figs = tmp_path / "figs"
+    for st, f in (("toy", "f1"), ("other", "g1")):
+        (figs / st).mkdir(parents=True, exist_ok=True)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        plt.figure(figsize=(2, 2))
+        plt.plot([0, 1], [0, 1 if f == "f1" else 2])
+        plt.savefig(figs / st / f"{f}.png")
+        plt.close()
+    ref = tmp_path / "ref"
+    R.write_reference(run0, ref, figs, note="first")
+    other_csv = (ref / "summary" / "other__g1.csv").read_bytes()
+    other_png = (ref / "figures" / "other" / "g1.png").read_bytes()
+    # the rerun: toy/f1 moved (shift), its claim now fails; a new config of toy only
+    cfg2 = {**cfg, "studies": {**cfg["studies"], "toy": {"n": 3, "pilot": 0.1}}}
+    run1 = tmp_path / "run1"
+    _write_fig(run1, rows(shift=1.0), "f1")
+    write_parquet(pd.DataFrame([{**CLAIMS[0], "verdict": "fails"}]), run1 / "claims.parquet",
+                  provenance({"seed": 1}, kind="claims"))
+    (run1 / ".jobs").mkdir()
+    (run1 / ".jobs" / "config-0.json").write_text(json.dumps(cfg2))
+    with pytest.raises(FileNotFoundError, match="no reference to update"):
+        R.write_reference(run1, tmp_path / "nothing", merge=True)
+    assert main(["reference", str(run1), str(ref), "--figures", str(figs), "--merge", "--note", "toy rerun"]) == 0
+    assert (ref / "summary" / "other__g1.csv").read_bytes() == other_csv
+    assert (ref / "figures" / "other" / "g1.png").read_bytes() == other_png
+    merged = pd.read_csv(ref / "claims.csv")
+    assert dict(zip(merged["study"], merged["verdict"])) == {"toy": "fails", "other": "fails"}
+    meta = json.loads((ref / "meta.json").read_text())
+    assert meta["grid_hash"] == R.grid_hash(cfg2) and meta["figures"] == 2
+    assert [p["note"] for p in meta["pieces"]] == ["first", "toy rerun"]
+    assert meta["pieces"][1]["figures"] == ["toy/f1"]
+    # a whole run at the new grid: identical to the merged reference
+    run2 = tmp_path / "run2"
+    _write_fig(run2, rows(shift=1.0), "f1")
+    _write_fig(run2, rows(seed=5), "g1", study="other")
+    write_parquet(pd.DataFrame([{**CLAIMS[0], "verdict": "fails"}, claims[1]]), run2 / "claims.parquet",
+                  provenance({"seed": 1}, kind="claims"))
+    c = R.compare(run2, ref)
+    assert not c.failed and set(c.points["status"]) == {"ok"}, c.points["status"].value_counts()
