@@ -44,7 +44,7 @@ def main(argv=None) -> int:
                 rows.append(r)
                 line = json.dumps({k: r[k] for k in ("method", "claimed_epsilon", "variant", "seed_index", "trials",
                                                      "eps_hat", "eps_lower", "eps_lower_gdp", "eps_pair", "eps_pair_variant",
-                                                     "fires", "cpu_s")})
+                                                     "fires", "cpu_s", "pair", "pilot") if k in r})
                 if a.out:
                     with open(a.out, "a") as fh:
                         fh.write(line + "\n")
