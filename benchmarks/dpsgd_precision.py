@@ -10,6 +10,10 @@ mini-batch SGD, batch 256, same network), and the softmax block of 10 DP-SGD run
 without noise and clipping (σ = 0, ν = 10⁹: minibatch SGD, float32).
 
     python benchmarks/dpsgd_precision.py [--pairs 5] [--epochs 1]
+
+``--blocks``: instead, the softmax block of 10 runs (float32) with its two products per step cut into row blocks
+under OpenBLAS's small-matrix size (:func:`dpbench.learn.softmax.row_block`, the default) against whole products
+(one block), alternated the same way; prints the ratio blocked / whole and how far the final parameters move.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--blocks", action="store_true", help="row-blocked products against whole ones")
     a = ap.parse_args(argv)
     X, y = data()
+    if a.blocks:
+        return blocks(X, y, a)
     kinds = {
         "softmax block of 10": lambda f32: dpsgd_softmax(X, y, 10, noise_multiplier=1.0, clip=0.5, batch_size=256,
                                                         epochs=a.epochs, learning_rate=2.0,
@@ -81,6 +88,41 @@ def main(argv=None):
                     t[i].append(time.process_time() - c0)
             r = [p / q for p, q in zip(t[0], t[1])]
             print(f"{name}: {fmt(t[0])} s / {fmt(t[1])} s = {fmt(r)}")
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+def blocks(X, y, a):
+    import dpbench.learn.dpsgd as dpsgd_module
+
+    blocked_rows = dpsgd_module.row_block
+
+    def run(whole):
+        dpsgd_module.row_block = (lambda d, c: 1 << 30) if whole else blocked_rows
+        try:
+            c0 = time.process_time()
+            theta = dpsgd_softmax(X, y, 10, noise_multiplier=1.0, clip=0.5, batch_size=256, epochs=a.epochs,
+                                  learning_rate=2.0, rng=np.random.default_rng(1), n_runs=10, float32=True)
+            return time.process_time() - c0, theta
+        finally:
+            dpsgd_module.row_block = blocked_rows
+
+    print(f"load {os.getloadavg()[0]:.2f}; {a.pairs} pairs, {a.epochs} epoch(s), one BLAS thread, "
+          f"blocks of {blocked_rows(X.shape[1], 10)} rows")
+    t = {True: [], False: []}
+    with threadpool_limits(1):
+        for i in range(a.pairs):
+            for whole in ((True, False) if i % 2 == 0 else (False, True)):
+                cpu, theta = run(whole)
+                t[whole].append(cpu)
+                if whole:
+                    th_whole = np.asarray(theta)
+                else:
+                    th_blocked = np.asarray(theta)
+    r = [b / w for w, b in zip(t[True], t[False])]
+    fmt = lambda v: f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]"  # noqa: E731
+    rel = float(np.abs(th_blocked - th_whole).max() / np.abs(th_whole).max())
+    print(f"softmax block of 10, float32: whole {fmt(t[True])} s, blocked {fmt(t[False])} s, "
+          f"blocked/whole {fmt(r)}; final parameters: max |difference| / max |θ| = {rel:.2e}")
     print(f"load {os.getloadavg()[0]:.2f}")
 
 

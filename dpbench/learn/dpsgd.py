@@ -48,7 +48,7 @@ import numpy as np
 from dpbench.privacy.mechanisms import sample_gaussian
 
 from .lbfgs_many import EXP_FLOOR32
-from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, softmax_probabilities
+from .softmax import EXP_FLOOR, _as_float_matrix, _check_labels, row_block, softmax_probabilities
 
 __all__ = ["dpsgd_loop", "softmax_clipped_sum", "clip_target", "sq_norms64", "clip_weights", "clipped_contributions", "clip_scales",
            "poisson_batches",
@@ -189,11 +189,22 @@ def softmax_clipped_sum(y, X, C, clip):
     xnorm = np.sqrt(sq_norms64(X))
     nu = clip_target(clip, X.dtype)
     floor = EXP_FLOOR if X.dtype == np.float64 else EXP_FLOOR32
+    rows = row_block(D, C)
 
     def plug(theta, Xb, ii, valid, out):
         k, m, _ = Xb.shape
+        # both products in row blocks under OpenBLAS's small-matrix size (softmax.row_block): a batch of 256
+        # rows x 785 in 3 blocks costs 0.57x the CPU of whole products (benchmarks/dpsgd_precision.py --blocks)
+        nb = -(-m // rows)
+        edges = [m * j // nb for j in range(nb + 1)]
         # (P − Y)ᵀ, shape (k, C, m)
-        ZT = np.matmul(theta.reshape(k, C, D), Xb.transpose(0, 2, 1))
+        thetaR = theta.reshape(k, C, D)
+        if nb == 1:
+            ZT = np.matmul(thetaR, Xb.transpose(0, 2, 1))
+        else:
+            ZT = np.empty((k, C, m), dtype=Xb.dtype)
+            for a, b in zip(edges[:-1], edges[1:]):
+                ZT[:, :, a:b] = np.matmul(thetaR, Xb[:, a:b].transpose(0, 2, 1))
         ZT -= ZT.max(axis=1, keepdims=True)
         np.maximum(ZT, floor, out=ZT)  # avoid subnormals (10x slower arithmetic)
         np.exp(ZT, out=ZT)
@@ -205,7 +216,8 @@ def softmax_clipped_sum(y, X, C, clip):
         scale = clip_weights(gnorm, nu, valid)
         ZT *= scale.astype(ZT.dtype)[:, None, :]
         acc = out.reshape(k, C, D)
-        acc += np.matmul(ZT, Xb)  # Σ_n s_n (p_n − y_n) x_nᵀ
+        for a, b in zip(edges[:-1], edges[1:]):
+            acc += np.matmul(ZT[:, :, a:b], Xb[:, a:b])  # Σ_n s_n (p_n − y_n) x_nᵀ
         return scale, gnorm
 
     return plug
