@@ -31,6 +31,9 @@ KINDS = {
     "subsagg_T256_54k": ("subsample_aggregate", {}, {}, None, 1.0, 0.0, 1),
     "subsagg_T2048_54k": ("subsample_aggregate", {}, {"n_models": 2048}, None, 1.0, 0.0, 1),
     "subsagg_T8_54k": ("subsample_aggregate", {}, {"n_models": 8}, None, 1.0, 0.0, 1),
+    # the rest of Fig. 6b's T axis
+    **{f"subsagg_T{t}_54k": ("subsample_aggregate", {}, {"n_models": t}, None, 1.0, 0.0, 1)
+       for t in (16, 32, 64, 128, 512, 1024)},
     "dpsgd_block10_54k": ("dpsgd", {}, {}, 2e-3, 1.0, 1e-5, 10),
     # Fig. 6a's x axis: the cost of a loss perturbation cell against the L2 weight (conditioning: more L-BFGS steps)
     **{f"lp_54k_l2_{lam:g}": ("loss_perturbation", {}, {}, lam, 1.0, 0.0, 1) for lam in (1e-5, 1e-3, 1e-2, 1e-1, 5e-1)},

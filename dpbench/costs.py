@@ -36,27 +36,30 @@ VDM2020_N_UNITS = {
     "np_fit": {1e4: 0.562 + 0.41, 6e4: 2.829 + 1.95, 1e5: 4.504 + 3.4, 1e6: 87.4 * 0.62 + 30.1},
     "subsagg_T256": {1e4: 2.49, 6e4: 6.83, 1e5: 9.38, 1e6: 131.2},
 }
-#: Subsample-and-aggregate's dependence on T at N = 60,000: one repetition with θ-space float64 member fits
-#: (``benchmarks/vdm2020_unit_costs.py``), divided by the measured gain of the solver each part size gets:
-#: the row space for parts of at most D/2 rows (``benchmarks/lockstep_lbfgs.py``: 2.07x, T = 256 parts of 234
-#: rows), float32 evaluations beyond (1.99x, range 1.94-1.99, 16 parts of 3,750 rows). The T = 256 value is then
-#: rescaled to the measured ``subsagg_T256`` at the problem's N.
-SUBSAGG_T_THETA64_60K = {8: 20.3, 256: 15.16, 2048: 42.7}
-SA_ROW_SPACE_SPEEDUP = 2.07
-SA_FLOAT32_SPEEDUP = 1.99
+#: Subsample-and-aggregate's dependence on T: CPU-seconds of one repetition (T members fitted, the votes of 10,000
+#: test rows) at N = 60,000 with the current solvers (``benchmarks/vdm2020_unit_costs.py``, every T of Fig. 6b,
+#: 2026-11-27, revision 4b0a5b4, load ~2). Not monotone in T: parts of 7,500-1,875 rows (T = 8-32) use float32
+#: θ-space evaluations in row blocks; 937 and 468 rows (T = 64, 128) the same solver, but the unregularised members
+#: run all 100 iterations on products too narrow to be efficient; from 234 rows (T ≥ 256) the row-space solver,
+#: and at large T predicting the T members on the test rows dominates. A repetition at another (N, T) is the
+#: T = 256 unit at that N times the ratio of this table at T to T = 256 (log-log in T between the points).
+SUBSAGG_T_60K = {8: 4.44, 16: 4.84, 32: 5.78, 64: 8.42, 128: 6.14, 256: 3.90, 512: 4.42, 1024: 6.00, 2048: 9.70}
 
 #: CPU-seconds per unit of the DP-SGD and MLP series (``benchmarks/vdm2020_unit_costs.py``; a DP-SGD unit is one
-#: block of 10 runs), measured at N = 60,000 (re-measured with the current code, load 2-3).
+#: block of 10 runs), measured at N = 60,000 (re-measured with the current code, load 2-3). The DP-SGD block in
+#: float32 with its products in row blocks, revision 4b0a5b4 (2026-11-27, load ~2): 20.03 s; in float64 (the
+#: ``dpsgd.float32: false`` option) :data:`DPSGD_FLOAT64_FACTOR` times that.
 VDM2020_UNIT_COSTS = {
-    "dpsgd_block10_54k": 43.48,  # one DP-SGD block of 10 runs (vectorised)
-    "mlp_dpsgd_run": 9.92,      # Fig. 7 MLP: one DP-SGD run
+    "dpsgd_block10_54k": 20.03,  # one DP-SGD block of 10 runs (vectorised, float32)
+    "mlp_dpsgd_run": 9.92 * 0.78,  # Fig. 7 MLP: one DP-SGD run (measured 9.92 in float64, x the float32 ratio)
     "mlp_subsagg_rep": 23.97,   # Fig. 7 MLP: one subsample-and-aggregate repetition (T = 16 members)
     "mlp_non_private": 9.44,    # Fig. 7 MLP: the non-private model
 }
-#: DP-SGD in single precision (``dpsgd.float32`` / ``mlp.dpsgd.float32``, the default) over the float64 units above:
-#: CPU of one epoch float32 / float64, alternated in one process (``benchmarks/dpsgd_precision.py``, 2026-11-26,
-#: load 1.3-1.4): softmax block of 10 runs 0.78 [0.78-0.83], MLP run 0.78 [0.76-1.32]
-DPSGD_FLOAT32_FACTOR = {"dpsgd": 0.78, "mlp": 0.78}
+#: DP-SGD in double precision (``dpsgd.float32: false`` / ``mlp.dpsgd.float32: false``) over the float32 units
+#: above: the inverse of the CPU of one epoch float32 / float64, alternated in one process
+#: (``benchmarks/dpsgd_precision.py``, 2026-11-26, load 1.3-1.4): softmax block of 10 runs 0.78 [0.78-0.83], MLP run
+#: 0.78 [0.76-1.32] (before the softmax products' row blocks, which both precisions use).
+DPSGD_FLOAT64_FACTOR = {"dpsgd": 1 / 0.78, "mlp": 1 / 0.78}
 #: Series whose per-group cost is the non-private L2 fit of :func:`dpbench.methods.non_private.trained_softmax`
 #: (one cached artefact per problem, split and λ, computed once under a process lock whichever series asks
 #: first): ``dpbench plan`` counts each such fit of the tuning phase once per study. (Final fits are at the λ
@@ -121,9 +124,14 @@ def _by_n(unit: str, n: float) -> float:
 #: N ≥ 2·10⁵ the subsample-and-aggregate members (≥ 781 rows, the float32 θ-space solver) cost 2.0-2.1× the
 #: quiet-factored projection and loss perturbation 1.3-1.5× at N ≥ 5·10⁵: these memory-bound units do not get
 #: cheaper on a quiet machine the way the 60,000-row units do. ``subsagg_T256``: one repetition (T = 256);
-#: ``lp_cell``: one cell (a lockstep group's share).
+#: ``lp_cell``: one cell (a lockstep group's share). The subsample-and-aggregate values at N ≥ 2·10⁵ are
+#: re-measured at revision 4b0a5b4 (2026-11-27, the float32 members' products in row blocks; two shards of each N
+#: side by side on the 2 cores, ``job_cpu_s`` over repetitions, start-up and the memory-mapped problem included):
+#: 2·10⁵ 25.08 and 24.67 s per repetition (25 each), 5·10⁵ 45.9 and 48.4 (8 each), 10⁶ 81.0 and 94.1 (3 each) — at
+#: 2·10⁵ the blocks gain nothing (parts of 781 rows; 23.56 before), at 10⁶ 0.59× the 6848e8b value (149.33).
+#: N = 10⁵ (parts of 390 rows, the row-space solver) is the 6848e8b measurement.
 WORKFLOW_N_UNITS = {
-    "subsagg_T256": {1e5: 7.23, 2e5: 23.56, 5e5: 66.69, 1e6: 149.33},
+    "subsagg_T256": {1e5: 7.23, 2e5: 24.9, 5e5: 47.1, 1e6: 87.6},
     "lp_cell": {5e5: 6.08, 1e6: 14.82},
 }
 
@@ -142,12 +150,10 @@ def unit_cpu_s(unit: str, n: float, quiet: float) -> float:
 
 def subsagg_rep_cpu_s(n: float, t: int, dim: int = 785, quiet: float = 1.0) -> float:
     """CPU-seconds of one subsample-and-aggregate repetition (T = ``t`` members on N = ``n`` rows); ``quiet``:
-    the quiet-machine factor of the benchmark units (:func:`unit_cpu_s`)."""
-    def per_t(t_):
-        rows = n / t_
-        return (_loglog(t_, list(SUBSAGG_T_THETA64_60K.items()))
-                / (SA_ROW_SPACE_SPEEDUP if 2 * rows <= dim else SA_FLOAT32_SPEEDUP))
-    return unit_cpu_s("subsagg_T256", n, quiet) * per_t(t) / per_t(256)
+    the quiet-machine factor of the benchmark units (:func:`unit_cpu_s`). ``dim`` is kept for callers (the
+    D-scaling is applied by :func:`vdm2020_cell_cpu_s`)."""
+    per_t = _loglog(t, list(SUBSAGG_T_60K.items())) / SUBSAGG_T_60K[256]
+    return unit_cpu_s("subsagg_T256", n, quiet) * per_t
 
 
 #: The unit costs above were measured on the shared 2-core machine under load 2-3; on a quiet machine the same
@@ -185,12 +191,12 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
                                 problem.get("pca_dim", 784) + 1, q["subsagg"]) * shape
         return rep, 0.01 * rep
     if series == "dpsgd":
-        f32 = DPSGD_FLOAT32_FACTOR["dpsgd"] if (cfg.get("dpsgd") or {}).get("float32", True) else 1.0
-        return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape * q["dpsgd"] * f32
+        f64 = 1.0 if (cfg.get("dpsgd") or {}).get("float32", True) else DPSGD_FLOAT64_FACTOR["dpsgd"]
+        return 0.0, u["dpsgd_block10_54k"] / 10 * (n / _N_REF) * shape * q["dpsgd"] * f64
     mlp = (n / _N_REF) * q["mlp"]
     if series == "dpsgd_mlp":
-        f32 = DPSGD_FLOAT32_FACTOR["mlp"] if ((cfg.get("mlp") or {}).get("dpsgd") or {}).get("float32", True) else 1.0
-        return 0.0, u["mlp_dpsgd_run"] * mlp * f32
+        f64 = 1.0 if ((cfg.get("mlp") or {}).get("dpsgd") or {}).get("float32", True) else DPSGD_FLOAT64_FACTOR["mlp"]
+        return 0.0, u["mlp_dpsgd_run"] * mlp * f64
     if series == "subsample_aggregate_mlp":
         return u["mlp_subsagg_rep"] * mlp, 0.01 * u["mlp_subsagg_rep"] * mlp
     if series == "non_private_mlp":
