@@ -148,10 +148,10 @@ def unit_cpu_s(unit: str, n: float, quiet: float) -> float:
     return _loglog(n, base + sorted(wf.items()))
 
 
-def subsagg_rep_cpu_s(n: float, t: int, dim: int = 785, quiet: float = 1.0) -> float:
-    """CPU-seconds of one subsample-and-aggregate repetition (T = ``t`` members on N = ``n`` rows); ``quiet``:
-    the quiet-machine factor of the benchmark units (:func:`unit_cpu_s`). ``dim`` is kept for callers (the
-    D-scaling is applied by :func:`vdm2020_cell_cpu_s`)."""
+def subsagg_rep_cpu_s(n: float, t: int, quiet: float = 1.0) -> float:
+    """CPU-seconds of one subsample-and-aggregate repetition (T = ``t`` members on N = ``n`` rows, D = 785);
+    ``quiet``: the quiet-machine factor of the benchmark units (:func:`unit_cpu_s`). Other D: scaled by
+    :func:`vdm2020_cell_cpu_s`."""
     per_t = _loglog(t, list(SUBSAGG_T_60K.items())) / SUBSAGG_T_60K[256]
     return unit_cpu_s("subsagg_T256", n, quiet) * per_t
 
@@ -190,8 +190,7 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
         fit = _by_n("np_fit", n) * shape * q["np_fit"]
         return fit, 0.002 * fit
     if series == "subsample_aggregate":
-        rep = subsagg_rep_cpu_s(n, method.get("n_models", cfg["subsagg_models"]),
-                                problem.get("pca_dim", 784) + 1, q["subsagg"]) * shape
+        rep = subsagg_rep_cpu_s(n, method.get("n_models", cfg["subsagg_models"]), q["subsagg"]) * shape
         return rep, 0.01 * rep
     if series == "dpsgd":
         f64 = 1.0 if (cfg.get("dpsgd") or {}).get("float32", True) else DPSGD_FLOAT64_FACTOR["dpsgd"]

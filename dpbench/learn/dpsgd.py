@@ -194,7 +194,8 @@ def softmax_clipped_sum(y, X, C, clip):
     def plug(theta, Xb, ii, valid, out):
         k, m, _ = Xb.shape
         # both products in row blocks under OpenBLAS's small-matrix size (softmax.row_block): a batch of 256
-        # rows x 785 in 3 blocks costs 0.57x the CPU of whole products (benchmarks/dpsgd_precision.py --blocks)
+        # rows x 785 in 3 blocks; a block of 10 runs costs 0.775x the CPU of whole products
+        # (benchmarks/dpsgd_precision.py --blocks). One block: the whole product, no copy into ZT
         nb = -(-m // rows)
         edges = [m * j // nb for j in range(nb + 1)]
         # (P − Y)ᵀ, shape (k, C, m)
