@@ -36,7 +36,9 @@ def _curve_order(curve: str):
 
 def caption_text(spec, deviations: list[str], df: pd.DataFrame) -> str:
     variants = sorted(df["dataset_variant"].unique())
-    reps = int(df["rep"].max()) + 1
+    per_point = df.groupby(["series", "x", "curve"] if "curve" in df else ["series", "x"])["rep"].nunique()
+    lo, hi = (int(per_point.min()), int(per_point.max())) if len(per_point) else (0, 0)
+    reps = f"{hi}" if lo == hi else f"{lo}–{hi}"
     lines = [spec.caption, f"Data: {', '.join(variants)}; mean ± std over {reps} repetitions."]
     if spec.substitute_note:
         lines.append(spec.substitute_note)

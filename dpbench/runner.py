@@ -211,9 +211,10 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
     if method_name not in spec.methods and method_name not in st.series(cfg, figure_name):
         raise ValueError(f"method {method_name!r} is not a series of {study_name}/{figure_name}; "
                          f"known: {list(spec.methods)}")
-    reps = cfg["repetitions"]
     points = st.points(cfg, figure_name)
-    wanted = None if select is None else {p.setting for p in points for r in range(reps) if select(p, r)}
+    reps_of = [st.repetitions(cfg, figure_name, p) for p in points]
+    stride = max(reps_of, default=0)   # a row's position in the whole series: point i, repetition r
+    wanted = None if select is None else {p.setting for p, n in zip(points, reps_of) for r in range(n) if select(p, r)}
     chosen = tune(config, study_name, figure_name, method_name, n_jobs, settings=wanted, known=tuning_results)
     plan = []
     methods, problems = {}, {}
@@ -227,11 +228,11 @@ def run_series(config: dict, study_name: str, figure_name: str, method_name: str
         if method.supports(p.epsilon, p.delta, p.budget) is not None:
             continue
         tuned, val_acc = chosen.get((p.setting, p.epsilon, p.delta), (None, np.nan))
-        for r in range(reps):
+        for r in range(reps_of[i]):
             if select is not None and not select(p, r):
                 continue
             plan.append((p, r, tuned, val_acc, method, problem,
-                         method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r), i * reps + r))
+                         method.make_cell(problem, tuned, p.epsilon, p.delta, p.budget, r), i * stride + r))
     t0 = time.perf_counter()
     res = compute_cells(config, study_name, "test", method_name, [(p.setting, c) for p, *_, c, _ in plan], n_jobs,
                         label=f"{study_name}/{figure_name}/{method_name}")

@@ -188,7 +188,7 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
     cvc = cfg["cross_validation"]
     keys, grids, tunits, tparts = [], [], [], []
     methods = {}
-    settings, per_setting = [], {}
+    settings, per_setting, set_reps = [], {}, {}
     for p in st.points(cfg, figure):
         if p.setting not in methods:
             methods[p.setting] = st.make_method(cfg, series, **dict(p.method))
@@ -224,16 +224,17 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
         if p.setting not in per_setting:
             settings.append(p.setting)
             per_setting[p.setting] = []
+        set_reps[p.setting] = max(set_reps.get(p.setting, 0), st.repetitions(cfg, figure, p))
         if _ident(m, p) not in per_setting[p.setting]:
             per_setting[p.setting].append(_ident(m, p))
     class_keys = {st_: _classes(methods[st_], idents) for st_, idents in per_setting.items()}
     classes = {st_: list(c.values()) for st_, c in class_keys.items()}
     tuning = [Shard(f"t{i:03d}", s, u, sum(r1 - r0 for *_, r0, r1 in u), paid)
               for i, (u, s, paid) in enumerate(_pack(tunits, tparts, limit))]
-    reps = cfg["repetitions"]
     funits, fparts = [], []
     for si, setting in enumerate(settings):
         m = methods[setting]
+        reps = set_reps[setting]
         group_s, cell_s = vdm2020_cell_cpu_s(cfg, series, dict(setting[0]), dict(setting[1]), "test")
         block = _rep_block(m, reps)
         per_rep_group = block < reps      # the trained model changes with the repetition (block)

@@ -29,7 +29,7 @@ COMMON = ("name", "source", "shape", "data_note", "neighbouring", "figures", "va
           "report_html", "report_lead_html", "extend_schema", "figure_data", "prepare_figure_data",
           "figure_data_signature")
 CELL = ("points", "make_method", "problem", "tuning_grid", "fixed_hyperparameter", "prepare_more",
-        "preprocessing", "prepare_dataset")
+        "preprocessing", "prepare_dataset", "repetitions")
 UNIT = ("run_series", "plot", "prepare_dataset")
 
 
@@ -161,6 +161,11 @@ class CellStudy(Study):
     @abc.abstractmethod
     def fixed_hyperparameter(self, cfg: dict, method) -> float:
         """The hyper-parameter value of an untuned method."""
+
+    def repetitions(self, cfg: dict, figure: str, point) -> int:
+        """Repetitions of the cells at ``point`` of ``figure`` (default: the study's ``repetitions`` everywhere).
+        A study may use fewer at costly points; repetition r of a point is the same cell whatever the count."""
+        return int(cfg["repetitions"])
 
     def prepare_more(self, config: dict) -> dict:
         """Extra manifest entries of the prepared data (e.g. derived caches)."""

@@ -18,13 +18,14 @@ from dpbench.studies.vdm2020.data import (NEIGHBOURING, _problem, _public_rows, 
                                           figure_data_signature, prepare_dataset, prepare_figure_data, prepare_more,
                                           preprocessing, problem, row_scale)
 from dpbench.studies.vdm2020.spec import (FIGURES, MLP_METHODS, STUDY, extend_schema, figure, figure_names,
-                                          fixed_hyperparameter, make_method, points, series, tuning_grid, validate)
+                                          fixed_hyperparameter, make_method, points, repetitions, series, tuning_grid,
+                                          validate)
 
 #: the study hooks (read by from_module) and the names tests and tools use
 __all__ = ["FIGURES", "MLP_METHODS", "NEIGHBOURING", "PRIVATE", "STUDY", "STUDY_OBJECT", "_problem", "_public_rows",
            "_select_rows", "anchor_checks", "crossover_budget", "deviations", "effects_table", "extend_schema",
            "figure", "figure_data", "figure_data_signature", "figure_names", "fixed_hyperparameter", "make_method",
-           "points", "prepare_dataset", "prepare_figure_data", "prepare_more",
+           "points", "prepare_dataset", "repetitions", "prepare_figure_data", "prepare_more",
            "preprocessing", "problem", "report_html", "row_scale", "series", "trend", "tuning_grid", "validate"]
 
 STUDY_OBJECT = from_module(CellStudy, globals(), name=STUDY, figures=FIGURES, source="vdm2020",

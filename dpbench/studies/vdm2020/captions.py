@@ -31,6 +31,15 @@ def lb_fraction(cfg: dict) -> float:
     return float(cfg.get("lbfgs", {}).get("error_fraction", 0.01))
 
 
+def _large_n_note(cfg: dict, name: str) -> str:
+    """The caption's words on ``large_n_repetitions`` (fewer repetitions at the costly large-N points)."""
+    rule = (cfg["figures"].get(name) or {}).get("large_n_repetitions")
+    if not rule or int(rule["repetitions"]) >= int(cfg["repetitions"]):
+        return ""
+    return (f", {int(rule['repetitions'])} at N ≥ {int(rule['from_n_train']):,} [COST: their standard errors stay "
+            "far below the gaps between the methods there]")
+
+
 def deviations(cfg: dict, name: str) -> list[str]:
     spec = figure(name)
     dp = cfg["dpsgd"]
@@ -42,7 +51,7 @@ def deviations(cfg: dict, name: str) -> list[str]:
               f"Cross-validation DISABLED: fixed λ = {cv['fixed']['l2']:g}, clip = {cv['fixed']['clip']:g}.")
     out = [
         _GRID_NOTE[spec.x_name],
-        f"{cfg['repetitions']} repetitions (paper: 100); " + tuning,
+        f"{cfg['repetitions']} repetitions (paper: 100){_large_n_note(cfg, name)}; " + tuning,
         "Bias folded in as a constant feature, x → [x, 1]/√2, so ‖x‖ ≤ 1 (assumption 5) holds exactly; the paper's "
         "analysis has no bias (assumption 3)."
         if cfg.get("bias", "augment") == "augment" else "No bias term.",

@@ -118,6 +118,9 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
             where = f"{prefix}.figures.{name}" + (".dataset" if "dataset" in fig else "")
             raise ConfigError(f"invalid config: {where}: {name} cannot take a user dataset ({MNIST_ONLY[name]}); "
                               f"set {prefix}.figures.{name} to null, or name the dataset per figure")
+        if "large_n_repetitions" in fig and key != "n_trains":
+            raise ConfigError(f"invalid config: {prefix}.figures.{name}.large_n_repetitions: only a figure whose x "
+                              f"axis is the training-set size (n_trains) can have it; {name}'s is {key}")
         if key == "n_trains":
             t = cfg["subsagg_models"]
             for i, n in enumerate(values):
@@ -172,6 +175,18 @@ def points(cfg: dict, name: str) -> list[Point]:
                              method=over if where == "method" else (),
                              curve=f"ε = {eps_curve:g}" if eps_curve is not None else ""))
     return out
+
+
+def repetitions(cfg: dict, name: str, point: Point) -> int:
+    """Repetitions of ``point``: the study's ``repetitions``, or at most ``large_n_repetitions.repetitions`` where
+    the figure sets ``large_n_repetitions`` and the point trains on N ≥ ``large_n_repetitions.from_n_train`` (Fig. 4:
+    a cost choice, documented in the caption; repetition r is the same cell whatever the count)."""
+    base = int(cfg["repetitions"])
+    rule = (cfg["figures"].get(name) or {}).get("large_n_repetitions")
+    n = dict(point.problem).get("n_train")
+    if rule and n is not None and n >= int(rule["from_n_train"]):
+        return min(base, int(rule["repetitions"]))
+    return base
 
 
 def fits(name: str, method: str) -> str | None:
