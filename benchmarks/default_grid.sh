@@ -5,6 +5,7 @@
 #   GRID_DIR=/big/disk CORES=2 REV=abc123 benchmarks/default_grid.sh
 #   STUDIES="estimation membership" benchmarks/default_grid.sh     # only these studies (no claims page)
 #   STUDIES=vdm2020 FIRST="fig7a fig7b" benchmarks/default_grid.sh  # these vdm2020 figures first
+#   STUDIES=vdm2020 FIRST=fig4 ONLY_FIRST=1 benchmarks/default_grid.sh  # only these vdm2020 figures
 #   EXTRA_CONFIG=config/smoke.yaml GRID_DIR=/tmp/g benchmarks/default_grid.sh   # another grid (a check of this
 #                                                                  # script; its reference is then not "default")
 #
@@ -65,11 +66,14 @@ done
 if [[ " $STUDIES " == *" vdm2020 "* ]]; then
     # FIRST="fig7a fig7b": these vdm2020 figures before the others (e.g. to finish cheap figures before a session
     # ends while an expensive one is still partial; the cache makes any order give the same numbers)
+    # ONLY_FIRST=1: those figures and nothing else (e.g. one figure at another revision in its own GRID_DIR)
     for f in ${FIRST:-}; do targets+=("$F/vdm2020/$f.png"); done
-    for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${DP_EXTRA[@]}" | awk -F"\t" 'index($1, "vdm2020/") == 1 {print $1}'); do
-        [[ " ${FIRST:-} " == *" ${f#vdm2020/} "* ]] || targets+=("$F/$f.png")
-    done
-    targets+=("$R/vdm2020/anchors.parquet" "$R/claims.parquet")
+    if [ -z "${ONLY_FIRST:-}" ]; then
+        for f in $(dpbench figures --configfile "$GRID_DIR/paths.yaml" "${DP_EXTRA[@]}" | awk -F"\t" 'index($1, "vdm2020/") == 1 {print $1}'); do
+            [[ " ${FIRST:-} " == *" ${f#vdm2020/} "* ]] || targets+=("$F/$f.png")
+        done
+        targets+=("$R/vdm2020/anchors.parquet" "$R/claims.parquet")
+    fi
 fi
 # A run killed mid-figure (a session's end, a reboot) leaves Snakemake's locks behind, and every later invocation
 # touching those files would stop with a LockException: remove them when no Snakemake runs in this directory.
