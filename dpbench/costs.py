@@ -65,6 +65,12 @@ DPSGD_FLOAT64_FACTOR = {"dpsgd": 1 / 0.78, "mlp": 1 / 0.78}
 #: first): ``dpbench plan`` counts each such fit of the tuning phase once per study. (Final fits are at the λ
 #: each series chose, so they are counted per series; loss perturbation's warm start is not charged to it.)
 SHARED_NP_FIT_SERIES = ("model_sensitivity", "prediction_sensitivity", "non_private")
+
+
+def cost_series(series: str) -> str:
+    """The series whose unit costs ``series`` has: a tight calibration (``<source>_tight``) runs its source
+    series' computation — the same trained models, solves or runs — with another noise scale."""
+    return series[: -len("_tight")] if series.endswith("_tight") else series
 #: CPU-seconds of a plot, anchor-check or claims job (reads Parquet, draws; measured 2-6 s with start-up)
 PLOT_CPU_S = 3.0
 #: CPU-seconds of a study's dataset job at the default config (download or substitute generation, parsing),
@@ -177,6 +183,7 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
     sensitivity, the ensemble of one repetition of subsample-and-aggregate), ``per cell`` for every cell (a
     DP-SGD cell: a tenth of its block of 10 runs). D and C scale the cost linearly."""
     u = VDM2020_UNIT_COSTS
+    series = cost_series(series)
     n = vdm2020_n(cfg, problem, split)
     shape = 1.0
     if "pca_dim" in problem:

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dpbench.costs import SHARED_NP_FIT_SERIES, vdm2020_cell_cpu_s
+from dpbench.costs import SHARED_NP_FIT_SERIES, cost_series, vdm2020_cell_cpu_s
 from dpbench.studies import STUDIES
 
 ORDER = "_order"  # column of a final shard's rows: the row's position in the unsharded series
@@ -154,10 +154,25 @@ def _pack(units: list, parts: list[dict], limit: float) -> list[tuple[list, floa
 def fixed_key(series: str, method, setting, split: str, value) -> tuple | None:
     """The study-wide key of a unit's fixed cost when it is the non-private L2 fit that several series share
     (:data:`dpbench.costs.SHARED_NP_FIT_SERIES`; one artefact per problem, split, λ and stopping rule), else None."""
-    if series not in SHARED_NP_FIT_SERIES:
+    if cost_series(series) not in SHARED_NP_FIT_SERIES:
         return None
     rule = tuple((k, method.settings.get(k)) for k in ("error_fraction", "maxiter", "precondition"))
     return (SHARED_FIT, setting[0], split, float(value), rule)
+
+
+def _model_identity(series: str, method, setting, gkey) -> tuple:
+    """The identity of the trained model a final unit's cells share (a repetition block is appended): the
+    subsample-and-aggregate family's vote counts are one artefact per problem, T, solver and repetition
+    (:func:`dpbench.methods.subsample_aggregate.vote_counts`), whichever series or figure asks — e.g. Fig. 6b's
+    T = 256 is Figs. 1a-3's ensemble, and ``subsample_aggregate_tight`` votes with ``subsample_aggregate``'s
+    teachers; any other model is its series' own."""
+    from dpbench.methods.subsample_aggregate import SubsampleAggregate
+
+    if isinstance(method, SubsampleAggregate):
+        st = method.settings
+        return (GROUP, "subsagg-votes", setting[0], "test", int(st["n_models"]), int(st["maxiter"]),
+                bool(st.get("float32", True)))
+    return (GROUP, series, setting, "test", gkey)
 
 
 _MEMO: dict = {}
@@ -243,7 +258,7 @@ def _plan(config: dict, study: str, figure: str, series: str, limit: float) -> S
             per_rep = len(members) * cell_s + (group_s / block if per_rep_group else 0.0)
             k = block * max(1, math.floor(max(0.0, limit - (0.0 if per_rep_group else group_s))
                                           / max(per_rep * block, 1e-9)))
-            group = (GROUP, series, setting, "test", gkey)
+            group = _model_identity(series, m, setting, gkey)
             for r0 in range(0, reps, k):
                 r1 = min(reps, r0 + k)
                 funits.append((si, ci, r0, r1))

@@ -174,3 +174,28 @@ def test_the_plan_reads_config_yaml_once(monkeypatch):
     for st, fig in (("song2018", "fig4_1"), ("wu2016", "fig3_2"), ("membership", "fig_roc"), ("song2018", "fig7_4")):
         costs.size_ratio(cfg, st, fig)
     assert len(calls) == 1
+
+
+def test_plan_shares_the_subsample_aggregate_ensembles_across_series_and_figures(tiny_config):
+    """The vote counts are one artefact per problem, T, solver and repetition (``vote_counts``): Fig. 6b's point
+    at the study's T is Figs. 1a-3's ensemble, and ``subsample_aggregate_tight`` votes with the same teachers; a
+    tight series is costed at its source series' units (``costs.cost_series``), not as an unknown series."""
+    from dpbench import costs
+
+    cfg = copy.deepcopy(tiny_config)
+    cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 20}
+    st = cfg["studies"]["vdm2020"]
+    st["figures"]["fig6b"]["n_models"] = [4, st["subsagg_models"]]
+    models = lambda fig, s: {k for sh in shards.plan(cfg, "vdm2020", fig, s).all for k in sh.shared  # noqa: E731
+                             if k[0] == shards.GROUP}
+    a, b = models("fig1a", "subsample_aggregate"), models("fig6b", "subsample_aggregate")
+    assert a and a < b                       # every ensemble of fig1a is one of fig6b's, fig6b has T = 4 besides
+    st["figures"]["fig1b"]["methods"] = ["subsample_aggregate", "subsample_aggregate_tight"]
+    assert models("fig1b", "subsample_aggregate_tight") == models("fig1b", "subsample_aggregate") == a
+    fp = figure_plan(cfg, "vdm2020", "fig1b")
+    assert fp.shared_saved_s > 0.9 * sum(c for k, c in fp.shared.items() if k in a)
+    for tight, source in (("subsample_aggregate_tight", "subsample_aggregate"), ("dpsgd_tight", "dpsgd"),
+                          ("prediction_sensitivity_tight", "prediction_sensitivity"),
+                          ("loss_perturbation_tight", "loss_perturbation")):
+        assert costs.cost_series(tight) == source
+        assert costs.vdm2020_cell_cpu_s(st, tight, {}, {}, "test") == costs.vdm2020_cell_cpu_s(st, source, {}, {}, "test")
