@@ -13,11 +13,12 @@ def test_plan_counts_shards_and_series(tiny_config):
     cfg = copy.deepcopy(tiny_config)
     cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 1e-6}
     fp = figure_plan(cfg, "vdm2020", "fig1a")
-    n_shards = sum(len(shards.plan(cfg, "vdm2020", "fig1a", m).all) for m in ("loss_perturbation",
-                   "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "non_private"))
-    assert fp.jobs == n_shards + 5 + 1  # shards, one gather per series, the plot
+    names = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "non_private",
+             "loss_perturbation_tight")   # config.yaml draws the tight calibration in fig1a (tight: true)
+    n_shards = sum(len(shards.plan(cfg, "vdm2020", "fig1a", m).all) for m in names)
+    assert fp.jobs == n_shards + 6 + 1  # shards, one gather per series, the plot
     cfg["sharding"]["enabled"] = False
-    assert figure_plan(cfg, "vdm2020", "fig1a").jobs == 5 + 1
+    assert figure_plan(cfg, "vdm2020", "fig1a").jobs == 6 + 1
     text = report(cfg, 2)
     assert "projected wall time on 2 cores" in text and "vdm2020/fig4" in text
 
@@ -33,11 +34,12 @@ def test_plan_counts_the_shared_non_private_fits_once(tiny_config):
     non-private fits (one artefact per problem, split and λ): the figure and study totals pay each fit once."""
     cfg = copy.deepcopy(tiny_config)
     cfg["sharding"] = {"enabled": True, "max_cpu_minutes": 20}
-    names = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "non_private")
+    names = ("loss_perturbation", "model_sensitivity", "prediction_sensitivity", "subsample_aggregate", "non_private",
+             "loss_perturbation_tight")
     per = {m: shards.plan(cfg, "vdm2020", "fig1a", m) for m in names}
     fits = {m: {k: c for s in per[m].all for k, c in s.shared.items() if k[0] == shards.SHARED_FIT} for m in names}
     assert fits["model_sensitivity"] and fits["model_sensitivity"] == fits["prediction_sensitivity"] == fits["non_private"]
-    assert not fits["loss_perturbation"] and not fits["subsample_aggregate"]
+    assert not fits["loss_perturbation"] and not fits["subsample_aggregate"] and not fits["loss_perturbation_tight"]
     # every CPU-second of a shard is one of its identities (cells, models, fits), each paid once per shard
     for m in names:
         for s in per[m].all:

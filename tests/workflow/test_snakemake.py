@@ -49,7 +49,8 @@ def test_one_figure_schedules_only_what_it_needs(tmp_path, data_dir):
     figures = {line.split("figure=")[1].split(",")[0].strip() for line in out.splitlines() if "figure=" in line}
     assert figures == {"fig2a"}
     series_jobs = [line for line in out.splitlines() if line.strip().startswith("wildcards:") and "series=" in line]
-    assert len(series_jobs) == 5  # the δ = 0 series of fig2a; DP-SGD does not support δ = 0
+    # the δ = 0 series of fig2a and loss perturbation's tight calibration; DP-SGD does not support δ = 0
+    assert len(series_jobs) == 6
     assert "rule anchors" not in out and "fig1a" not in out
 
 

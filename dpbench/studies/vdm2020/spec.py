@@ -113,6 +113,18 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
             if None not in reasons:
                 raise ConfigError(f"invalid config: {prefix}.figures.{name}.methods[{i}]: {m!r} supports no point of "
                                   f"{name} ({'; '.join(sorted(reasons))})")
+        tight = fig.get("tight")
+        if isinstance(tight, list):
+            base = [m for m in candidates(cfg, name) if not m.endswith("_tight")]
+            for i, m in enumerate(tight):
+                where = f"{prefix}.figures.{name}.tight[{i}]"
+                if m not in base:
+                    raise ConfigError(f"invalid config: {where}: {m!r} is not a series of {name} (its series: {base})")
+                reasons = {make_method(cfg, f"{m}_tight", **dict(p.method)).supports(p.epsilon, p.delta, p.budget)
+                           for p in points(cfg, name)}
+                if None not in reasons:
+                    raise ConfigError(f"invalid config: {where}: {m}_tight supports no point of {name} "
+                                      f"({'; '.join(sorted(reasons))})")
         user = fig.get("dataset", cfg.get("dataset")) not in (None, "mnist")
         if user and name in MNIST_ONLY:
             where = f"{prefix}.figures.{name}" + (".dataset" if "dataset" in fig else "")
@@ -205,17 +217,30 @@ def fits(name: str, method: str) -> str | None:
 
 
 def candidates(cfg: dict, name: str) -> list[str]:
-    """The figure's series before the support check: the source's, then the added methods its ``methods`` names."""
+    """The figure's series before the support check: the source's, then the added methods its ``methods`` names,
+    then the tight calibrations its ``tight`` asks for (:func:`tight_series`)."""
     wanted = cfg["figures"][name].get("methods") or []
-    return list(figure(name).methods) + [m for m in wanted if m not in figure(name).methods]
+    base = list(figure(name).methods) + [m for m in wanted if m not in figure(name).methods]
+    return base + [t for t in tight_series(cfg, name, base) if t not in base]
+
+
+def tight_series(cfg: dict, name: str, methods: list[str]) -> list[str]:
+    """``<m>_tight`` for each of ``methods`` that has a registered tight calibration and that the figure's ``tight``
+    names (``true``: every one): drawn dashed beside ``m``. Where a tight calibration supports no point of the
+    figure (e.g. loss perturbation's at δ > 0), :func:`series` leaves it out."""
+    want = cfg["figures"][name].get("tight")
+    if not want:
+        return []
+    return [f"{m}_tight" for m in methods if (want is True or m in want) and f"{m}_tight" in REGISTRY.methods]
 
 
 def series(cfg: dict, name: str) -> list[str]:
     """Methods drawn in a figure; a method that supports no point of it is left out (reason in the caption)."""
     out = []
     wanted = cfg["figures"][name].get("methods")
+    tight = set(tight_series(cfg, name, [m for m in candidates(cfg, name) if wanted is None or m in wanted]))
     for m in candidates(cfg, name):
-        if wanted is not None and m not in wanted:
+        if wanted is not None and m not in wanted and m not in tight:
             continue
         if any(make_method(cfg, m, **dict(p.method)).supports(p.epsilon, p.delta, p.budget) is None
                for p in points(cfg, name)):
@@ -242,6 +267,8 @@ def extend_schema(schema: dict, config: dict) -> None:
 
     defs = schema["$defs"]
     defs["methods"]["items"] = {"enum": REGISTRY.names()}
+    defs["tight"]["anyOf"][1]["items"] = {"enum": sorted(n[: -len("_tight")] for n in REGISTRY.names()
+                                                         if n.endswith("_tight"))}
     user = config.get("datasets") if isinstance(config.get("datasets"), dict) else {}
     names = datasets_for("classification") + [n for n, d in user.items()
                                              if isinstance(d, dict) and d.get("task") == "classification"]
