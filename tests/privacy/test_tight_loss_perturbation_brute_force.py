@@ -98,8 +98,8 @@ def test_tight_beta_meets_its_bound_and_halves_the_noise_from_eight_classes():
 
 
 def test_tight_calibration_refuses_what_it_does_not_prove():
-    with pytest.raises(ValueError, match="delta = 0"):
-        loss_perturbation_noise(1.0, 1e-5, 10, calibration="tight")
+    # δ > 0 has its own proved Gaussian bound (tests/privacy/test_loss_perturbation_gaussian_bound.py)
+    assert loss_perturbation_noise(1.0, 1e-5, 10, calibration="tight")[0] == "gaussian"
     with pytest.raises(ValueError, match="replace_one"):
         loss_perturbation_noise(1.0, 0.0, 10, "add_remove", calibration="tight")
     with pytest.raises(ValueError, match="calibration"):
@@ -148,7 +148,7 @@ def test_tight_calibration_is_nearly_attained_and_its_x09_twin_is_broken():
 def test_tight_method_rows_beside_the_source_and_delta_points_left_out(tiny_config):
     """Through the runner on tiny data: the tight series' rows carry calibration 'tight', half the source's noise
     (C = 10: β doubles; ``noise_scale`` holds β for L2-Laplace noise) and ε_achieved ≤ ε; the source's rows are
-    unchanged by the tight method's presence; a δ > 0 figure leaves the tight method out with its reason."""
+    unchanged by the tight method's presence; at δ > 0 it draws Gaussian noise below the source's."""
     import copy
 
     from dpbench.runner import run_series
@@ -166,5 +166,11 @@ def test_tight_method_rows_beside_the_source_and_delta_points_left_out(tiny_conf
     alone = run_series(tiny_config, "vdm2020", "fig1a", "loss_perturbation")
     np.testing.assert_array_equal(alone["value"].to_numpy(), src["value"].to_numpy())
     cfg["studies"]["vdm2020"]["figures"]["fig1b"]["methods"] = ["loss_perturbation", "loss_perturbation_tight"]
-    assert "loss_perturbation_tight" not in series(cfg["studies"]["vdm2020"], "fig1b")
+    assert "loss_perturbation_tight" in series(cfg["studies"]["vdm2020"], "fig1b")
+    src_b = run_series(cfg, "vdm2020", "fig1b", "loss_perturbation")
+    tight_b = run_series(cfg, "vdm2020", "fig1b", "loss_perturbation_tight")
+    assert set(tight_b["noise_kind"]) == {"gaussian"} and set(src_b["noise_kind"]) == {"gaussian_kifer"}
+    ratio = tight_b.groupby("epsilon")["noise_scale"].first() / src_b.groupby("epsilon")["noise_scale"].first()
+    assert ((ratio > 0.5) & (ratio < 0.75)).all()
+    assert (tight_b["epsilon_achieved"] <= tight_b["epsilon"] * (1 + 1e-12)).all()
     assert LossPerturbationTight.calibration_kind == "tight"
