@@ -22,7 +22,7 @@ from dpbench.methods.loss_perturbation import (
     _chi_radius, _kifer_sigma, gaussian_loss_bound_at, loss_perturbation_epsilon, loss_perturbation_gaussian_loss_bound,
     loss_perturbation_gaussian_sigma, loss_perturbation_noise,
 )
-from tests.privacy.test_tight_loss_perturbation_brute_force import _parts
+from tests.privacy.test_tight_loss_perturbation_brute_force import _parts, noise_and_jacobian
 
 K = math.sqrt(2.0)
 
@@ -49,14 +49,8 @@ def _perturbed_minimiser(X, y, w, rho, B, theta0):
 
 
 def _exact_loss(theta, others, rec_d, rec_p, sigma, rho):
-    Xo, yo, wo = others
-    _, go, Ho = _parts(theta, Xo, yo, wo)
-    _, g1, H1 = _parts(theta, [rec_d[0]], [rec_d[1]], [1.0])
-    _, g2, H2 = _parts(theta, [rec_p[0]], [rec_p[1]], [1.0])
-    reg = rho * np.eye(theta.size)
-    b_d, b_p = -(go + g1 + rho * theta), -(go + g2 + rho * theta)
-    return (((b_p ** 2).sum() - (b_d ** 2).sum()) / (2 * sigma ** 2)
-            + np.linalg.slogdet(Ho + H1 + reg)[1] - np.linalg.slogdet(Ho + H2 + reg)[1]), b_d
+    b_d, b_p, jac = noise_and_jacobian(theta, others, rec_d, rec_p, rho)
+    return ((b_p ** 2).sum() - (b_d ** 2).sum()) / (2 * sigma ** 2) + jac, b_d
 
 
 def _own_t(B, x, xp, sigma):

@@ -65,16 +65,22 @@ def _minimiser(X, y, w, rho, C):
     return th
 
 
-def privacy_loss(theta, others, rec_d, rec_p, beta, rho):
-    """The exact log density ratio p_D(θ)/p_D′(θ) of loss perturbation (module docstring)."""
+def noise_and_jacobian(theta, others, rec_d, rec_p, rho):
+    """(b_D(θ), b_D′(θ), log det H_D(θ) − log det H_D′(θ)): the noises that make θ the perturbed minimiser on D and
+    on D′, and the Jacobian term of the density ratio (module docstring)."""
     Xo, yo, wo = others
     _, go, Ho = _parts(theta, Xo, yo, wo)
     _, g1, H1 = _parts(theta, [rec_d[0]], [rec_d[1]], [1.0])
     _, g2, H2 = _parts(theta, [rec_p[0]], [rec_p[1]], [1.0])
     reg = rho * np.eye(theta.size)
-    b_d, b_p = -(go + g1 + rho * theta), -(go + g2 + rho * theta)
-    return (beta * (np.linalg.norm(b_p) - np.linalg.norm(b_d))
-            + np.linalg.slogdet(Ho + H1 + reg)[1] - np.linalg.slogdet(Ho + H2 + reg)[1])
+    return (-(go + g1 + rho * theta), -(go + g2 + rho * theta),
+            np.linalg.slogdet(Ho + H1 + reg)[1] - np.linalg.slogdet(Ho + H2 + reg)[1])
+
+
+def privacy_loss(theta, others, rec_d, rec_p, beta, rho):
+    """The exact log density ratio p_D(θ)/p_D′(θ) of loss perturbation with L2-Laplace noise (module docstring)."""
+    b_d, b_p, jac = noise_and_jacobian(theta, others, rec_d, rec_p, rho)
+    return beta * (np.linalg.norm(b_p) - np.linalg.norm(b_d)) + jac
 
 
 def _near_worst_pair(c: float, n_others: float):
