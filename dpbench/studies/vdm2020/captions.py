@@ -36,8 +36,8 @@ def _large_n_note(cfg: dict, name: str) -> str:
     rule = (cfg["figures"].get(name) or {}).get("large_n_repetitions")
     if not rule or int(rule["repetitions"]) >= int(cfg["repetitions"]):
         return ""
-    return (f", {int(rule['repetitions'])} at N ≥ {int(rule['from_n_train']):,} [COST: their standard errors stay "
-            "far below the gaps between the methods there]")
+    return (f", {int(rule['repetitions'])} at N ≥ {int(rule['from_n_train']):,} [COST: where a repetition costs most; "
+            "the default's reasons in docs/studies/vdm2020.md#cost]")
 
 
 def deviations(cfg: dict, name: str) -> list[str]:
