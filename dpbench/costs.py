@@ -68,9 +68,14 @@ SHARED_NP_FIT_SERIES = ("model_sensitivity", "prediction_sensitivity", "non_priv
 
 
 def cost_series(series: str) -> str:
-    """The series whose unit costs ``series`` has: a tight calibration (``<source>_tight``) runs its source
-    series' computation — the same trained models, solves or runs — with another noise scale."""
-    return series[: -len("_tight")] if series.endswith("_tight") else series
+    """The series whose unit costs ``series`` has: a tight calibration (``<source>_tight``,
+    :func:`dpbench.results.tight_source`) runs its source series' computation — the same trained models, solves or
+    runs — with another noise scale."""
+    from dpbench.results import tight_source
+
+    return tight_source(series) or series
+
+
 #: CPU-seconds of a plot, anchor-check or claims job (reads Parquet, draws; measured 2-6 s with start-up)
 PLOT_CPU_S = 3.0
 #: CPU-seconds of a study's dataset job at the default config (download or substitute generation, parsing),

@@ -16,7 +16,7 @@ import pandas as pd
 from dpbench import verdicts as V
 from dpbench.results import provenance, read_results, write_parquet
 from dpbench.store import atomic_write_bytes
-from dpbench.tight_gain import SUFFIX as TIGHT_SUFFIX
+from dpbench.results import tight_source
 from dpbench.tight_gain import tight_pairs
 
 COLOURS = {V.HOLDS: "green", V.FAILS: "darkred", V.UNDECIDED: "#b36b00"}
@@ -68,7 +68,7 @@ def tight_frames(frames: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFram
         d["series"] = d["series"].replace(swap)
         if "method" in d:
             m = d["method"].astype(str)
-            d["method"] = m.where(~m.str.endswith(TIGHT_SUFFIX), m.str[:-len(TIGHT_SUFFIX)])
+            d["method"] = m.map(lambda x: tight_source(x) or x)
         out[fig] = d
     return out, changed
 

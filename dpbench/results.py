@@ -91,6 +91,17 @@ RESULT_COLUMNS: dict[str, tuple[str, str]] = {
     "seed": ("integer", "the root seed of the run (config seed); every stream derives from it and the cell"),
     "runtime_s": ("number", "CPU seconds of the computation behind the row (shared by the rows of one unit)"),
 }
+#: the series (and method) name of a tight calibration: ``<source>_tight``, drawn dashed beside its source series;
+#: the one home of this convention (the plan's costs, the figures' ``tight`` key, the tight-gain figure, the claims
+#: under tight calibration)
+TIGHT_SUFFIX = "_tight"
+
+
+def tight_source(name: str) -> str | None:
+    """The source series of a tight calibration's ``name`` (``<source>_tight``), else None."""
+    return name[: -len(TIGHT_SUFFIX)] if name.endswith(TIGHT_SUFFIX) else None
+
+
 #: old names of core columns, rejected so that two names never mean one thing
 RENAMED = {"unit_seconds": "runtime_s", "repetition": "rep"}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SUFFIX = "_tight"
+from dpbench.results import tight_source
 COLUMNS = ["study", "figure", "series", "metric", "point", "x_name", "x", "source_mean", "tight_mean", "difference",
            "se", "ci_low", "ci_high", "n", "paired"]
 Z95 = 1.959963984540054
@@ -30,7 +30,7 @@ _SAME_LINE = {"study", "figure", "series", "method", "metric", "x_name", "x", "d
 def tight_pairs(series: list[str]) -> list[tuple[str, str]]:
     """(source, tight) series names of a figure: every ``<s>_tight`` whose ``<s>`` is also drawn."""
     names = set(series)
-    return [(s[:-len(SUFFIX)], s) for s in series if s.endswith(SUFFIX) and s[:-len(SUFFIX)] in names]
+    return [(tight_source(s), s) for s in series if tight_source(s) in names]
 
 
 def gain_table(df: pd.DataFrame) -> pd.DataFrame:

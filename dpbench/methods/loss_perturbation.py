@@ -120,10 +120,10 @@ def loss_perturbation_gaussian_loss_bound(sigma: float, rho: float, n_classes: i
     computed exactly here (increasing while the cap binds, then a quadratic in a)."""
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    return gaussian_loss_bound_at(sigma, rho, n_classes, _chi_radius(int(n_classes), float(delta)))
+    return loss_perturbation_gaussian_loss_bound_at(sigma, rho, n_classes, _chi_radius(int(n_classes), float(delta)))
 
 
-def gaussian_loss_bound_at(sigma: float, rho: float, n_classes: int, t: float) -> float:
+def loss_perturbation_gaussian_loss_bound_at(sigma: float, rho: float, n_classes: int, t: float) -> float:
     """:func:`loss_perturbation_gaussian_loss_bound` where the noise's projection is ≤ σt (the bound on the event;
     exposed for the brute-force tests, which check it on each draw with that draw's own t)."""
     K, C = LIPSCHITZ_K, int(n_classes)

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from dpbench.methods.loss_perturbation import (
-    _chi_radius, _kifer_sigma, gaussian_loss_bound_at, loss_perturbation_epsilon, loss_perturbation_gaussian_loss_bound,
-    loss_perturbation_gaussian_sigma, loss_perturbation_noise,
+    _chi_radius, _kifer_sigma, loss_perturbation_epsilon, loss_perturbation_gaussian_loss_bound,
+    loss_perturbation_gaussian_loss_bound_at, loss_perturbation_gaussian_sigma, loss_perturbation_noise,
 )
 from tests.privacy.test_tight_loss_perturbation_brute_force import _parts, noise_and_jacobian
 
@@ -90,7 +90,7 @@ def test_every_draw_stays_below_the_bound_at_its_own_t_and_the_tail_below_delta(
             loss, b_d = _exact_loss(th, others, rec_d, rec_p, sigma, rho)
             assert np.allclose(b_d, B, atol=1e-7 * max(1.0, sigma))     # θ is the minimiser for this B
             t = _own_t(B, rec_d[0], rec_p[0], sigma)
-            assert loss <= gaussian_loss_bound_at(sigma, rho, C, t) + 1e-9
+            assert loss <= loss_perturbation_gaussian_loss_bound_at(sigma, rho, C, t) + 1e-9
             worst, over, n = max(worst, loss), over + (loss > eps), n + 1
     assert over / n <= delta / 2                  # the tail: below δ with room (P(over) ≤ δ is what is proved)
     assert worst > 0.1 * eps                      # the draws do reach a sizeable loss
@@ -102,7 +102,7 @@ def test_bound_is_the_maximum_over_the_gradient_norm():
             a = np.linspace(0.0, K, 200001)
             grid = ((a + K) * t / sigma + (a + K) ** 2 / (2 * sigma ** 2)
                     + np.minimum(1 - 1 / C, 2 - a * a) / rho).max()
-            assert gaussian_loss_bound_at(sigma, rho, C, t) == pytest.approx(grid, rel=1e-9)
+            assert loss_perturbation_gaussian_loss_bound_at(sigma, rho, C, t) == pytest.approx(grid, rel=1e-9)
 
 
 def test_chi_radius_is_the_smaller_valid_quantile():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dpbench.config import ConfigError
 from dpbench.methods import REGISTRY
+from dpbench.results import TIGHT_SUFFIX, tight_source
 from dpbench.studies.base import FigureSpec, Point, lookup_figure
 from dpbench.studies.vdm2020.data import STUDY
 
@@ -115,15 +116,15 @@ def validate(cfg: dict, prefix: str = "studies.vdm2020") -> None:
                                   f"{name} ({'; '.join(sorted(reasons))})")
         tight = fig.get("tight")
         if isinstance(tight, list):
-            base = [m for m in candidates(cfg, name) if not m.endswith("_tight")]
+            base = [m for m in candidates(cfg, name) if tight_source(m) is None]
             for i, m in enumerate(tight):
                 where = f"{prefix}.figures.{name}.tight[{i}]"
                 if m not in base:
                     raise ConfigError(f"invalid config: {where}: {m!r} is not a series of {name} (its series: {base})")
-                reasons = {make_method(cfg, f"{m}_tight", **dict(p.method)).supports(p.epsilon, p.delta, p.budget)
+                reasons = {make_method(cfg, m + TIGHT_SUFFIX, **dict(p.method)).supports(p.epsilon, p.delta, p.budget)
                            for p in points(cfg, name)}
                 if None not in reasons:
-                    raise ConfigError(f"invalid config: {where}: {m}_tight supports no point of {name} "
+                    raise ConfigError(f"invalid config: {where}: {m + TIGHT_SUFFIX} supports no point of {name} "
                                       f"({'; '.join(sorted(reasons))})")
         user = fig.get("dataset", cfg.get("dataset")) not in (None, "mnist")
         if user and name in MNIST_ONLY:
@@ -231,15 +232,16 @@ def tight_series(cfg: dict, name: str, methods: list[str]) -> list[str]:
     want = cfg["figures"][name].get("tight")
     if not want:
         return []
-    return [f"{m}_tight" for m in methods if (want is True or m in want) and f"{m}_tight" in REGISTRY.methods]
+    return [m + TIGHT_SUFFIX for m in methods if (want is True or m in want) and m + TIGHT_SUFFIX in REGISTRY.methods]
 
 
 def series(cfg: dict, name: str) -> list[str]:
     """Methods drawn in a figure; a method that supports no point of it is left out (reason in the caption)."""
     out = []
     wanted = cfg["figures"][name].get("methods")
-    tight = set(tight_series(cfg, name, [m for m in candidates(cfg, name) if wanted is None or m in wanted]))
-    for m in candidates(cfg, name):
+    cands = candidates(cfg, name)
+    tight = set(tight_series(cfg, name, [m for m in cands if wanted is None or m in wanted]))
+    for m in cands:
         if wanted is not None and m not in wanted and m not in tight:
             continue
         if any(make_method(cfg, m, **dict(p.method)).supports(p.epsilon, p.delta, p.budget) is None
@@ -267,8 +269,8 @@ def extend_schema(schema: dict, config: dict) -> None:
 
     defs = schema["$defs"]
     defs["methods"]["items"] = {"enum": REGISTRY.names()}
-    defs["tight"]["anyOf"][1]["items"] = {"enum": sorted(n[: -len("_tight")] for n in REGISTRY.names()
-                                                         if n.endswith("_tight"))}
+    defs["tight"]["anyOf"][1]["items"] = {"enum": sorted(tight_source(n) for n in REGISTRY.names()
+                                                         if tight_source(n) is not None)}
     user = config.get("datasets") if isinstance(config.get("datasets"), dict) else {}
     names = datasets_for("classification") + [n for n, d in user.items()
                                              if isinstance(d, dict) and d.get("task") == "classification"]
