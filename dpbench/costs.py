@@ -179,6 +179,12 @@ def subsagg_rep_cpu_s(n: float, t: int, quiet: float = 1.0) -> float:
 #: DP-SGD: 1.0 since its unit was re-measured at load ~2 (revision 4b0a5b4, :data:`VDM2020_UNIT_COSTS`) — the
 #: condition of the workflow's two jobs on two cores: Fig. 3's tuning shards at 4b0a5b4 measured 1.90-2.17
 #: CPU-s per cell (5 shards, 1,000 cells, mean 2.04) against 1.80 projected at factor 1 (1.55 at the former 0.86).
+#: The part of a subsample-and-aggregate repetition that does not scale with the dimension D (the T member fits'
+#: fixed steps, the T x N_test votes): its cost at D is (f + (1 - f) D/785) times its cost at 785. From vdm2020
+#: Fig. 5a at full size on a 16-core Xeon (2026-11-28, `benchmarks/schedule_check.sh`), CPU-s per repetition
+#: against D: 4.2 at 784, 3.6 at 400, 1.8 at 200, 1.3 at 100 and at 10-50 (linear in D with a floor of 0.1 had put
+#: the shard of D = 10-50 at 114 CPU-s where it took ~380).
+SUBSAGG_D_FIXED = 0.25
 QUIET_FACTOR = {"lp_cell": 0.62, "np_fit": 0.45, "subsagg": 0.55, "dpsgd": 1.0, "mlp": 0.72}
 
 
@@ -192,7 +198,9 @@ def vdm2020_cell_cpu_s(cfg: dict, series: str, problem: dict, method: dict, spli
     n = vdm2020_n(cfg, problem, split)
     shape = 1.0
     if "pca_dim" in problem:
-        shape *= max(0.1, problem["pca_dim"] / 785)
+        d = problem["pca_dim"] / 785
+        shape *= SUBSAGG_D_FIXED + (1 - SUBSAGG_D_FIXED) * d if cost_series(series) == "subsample_aggregate" \
+            else max(0.1, d)
     if "n_classes" in problem:
         shape *= problem["n_classes"] / 10
     q = QUIET_FACTOR

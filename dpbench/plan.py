@@ -81,11 +81,16 @@ class Job:
     output: str | None = None   # the file it writes (its first output in the Snakefile's rules); None for ``all``
 
 
-def dag(config: dict) -> list[Job]:
+def dag(config: dict, pays=None) -> list[Job]:
     """The run's jobs as Snakemake will schedule them, with projected CPU-seconds and threads: per study its
     dataset job; per series its tuning shards, final shards (after every tuning shard) and gather (sharded), or
     one series job (or one job per figure with ``group_series``); per figure the plot; per study the anchor
-    checks after its figures; the claims page after every study."""
+    checks after its figures; the claims page after every study.
+
+    Work shared by several jobs (a model, a cell) is charged to the first of them in the config's order;
+    ``pays(output)`` (default: every job) says whether a job's work is done at all — in the run or before it, its
+    cells then in the cache. A job that does not pay (a figure the run neither asks for nor has) leaves the shared
+    work to the next job that needs it."""
     jobs: list[Job] = []
     res, fig_dir = config["results_dir"], config["figures_dir"]
     studies = {s for s, _ in W.figures(config)}
@@ -95,9 +100,10 @@ def dag(config: dict) -> list[Job]:
     extra: set = set()
     paid: set = set()   # identities (shards.Shard.shared) an earlier shard of the study computes: read from the cache
 
-    def unpaid(st, shard):
+    def unpaid(st, shard, output):
         cost = shard.cpu_s - sum(c for k, c in shard.shared.items() if (st, k) in paid)
-        paid.update((st, k) for k in shard.shared)
+        if pays is None or pays(output):
+            paid.update((st, k) for k in shard.shared)
         return max(cost, 1.0)
 
     for st, fig in W.figures(config):
@@ -114,7 +120,8 @@ def dag(config: dict) -> list[Job]:
         if config.get("group_series"):
             fp = figure_plan(config, st, fig)   # its series together, what an earlier figure computed not again
             cpu = fp.cpu_s - sum(c for k, c in fp.shared.items() if (st, k) in paid)
-            paid.update((st, k) for k in fp.shared)
+            if pays is None or pays(files[0]):
+                paid.update((st, k) for k in fp.shared)
             jobs.append(Job(f"{st}/{fig}/all-series", max(cpu, 1.0), W.figure_threads(config, st, fig), data,
                             files[0]))
             outs.append(jobs[-1].name)
@@ -123,10 +130,12 @@ def dag(config: dict) -> list[Job]:
                 if shards.enabled(config, st):
                     sp = shards.plan(config, st, fig, m)
                     where = shards.shard_dir(config, st, fig, m)
-                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
-                               data, f"{where}/{s.name}.parquet") for s in sp.tuning]
-                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s), W.shard_threads(config, st, fig, m, s.name),
-                               data + tuple(j.name for j in tun), f"{where}/{s.name}.parquet") for s in sp.final]
+                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s, f"{where}/{s.name}.parquet"),
+                               W.shard_threads(config, st, fig, m, s.name), data, f"{where}/{s.name}.parquet")
+                           for s in sp.tuning]
+                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s, f"{where}/{s.name}.parquet"),
+                               W.shard_threads(config, st, fig, m, s.name), data + tuple(j.name for j in tun),
+                               f"{where}/{s.name}.parquet") for s in sp.final]
                     jobs += tun + fin
                     jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data, path))
                 else:
@@ -329,7 +338,9 @@ def projection_before_run(config: dict, to_run: set[str], cores: int) -> tuple[s
     import os
 
     norm = {os.path.normpath(p) for p in to_run}
-    jobs = dag(config)
+    # shared work is charged to the first job that does it: one of this run or one whose output exists (its cells
+    # are in the cache), not to a job of a figure this run does not ask for
+    jobs = dag(config, pays=lambda out: os.path.normpath(out) in norm or os.path.exists(out))
     chosen = {j.name for j in jobs if j.output is not None and os.path.normpath(j.output) in norm}
     sub = [Job(j.name, j.cpu_s, j.threads, tuple(a for a in j.after if a in chosen), j.output)
            for j in jobs if j.name in chosen]

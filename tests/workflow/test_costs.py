@@ -39,6 +39,21 @@ def test_cell_costs_of_the_series():
     assert g < costs.VDM2020_N_UNITS["subsagg_T256"][6e4]   # fewer dimensions: cheaper
 
 
+def test_subsample_aggregate_keeps_a_dimension_free_part_and_the_others_scale_with_d():
+    # measured on Fig. 5a: a repetition at D = 100 costs ~0.3 of one at 785, not 0.13 (the member fits' fixed steps
+    # and the votes do not shrink with D); loss perturbation stays linear in D with its floor of 0.1
+    cfg = {"n_train": 60_000, "cross_validation": {"validation_fraction": 0.1}, "subsagg_models": 256}
+    rep = {d: costs.vdm2020_cell_cpu_s(cfg, "subsample_aggregate", {"pca_dim": d}, {}, "test")[0]
+           for d in (10, 100, 400, 785)}
+    f = costs.SUBSAGG_D_FIXED
+    assert rep[10] / rep[785] == pytest.approx(f + (1 - f) * 10 / 785)
+    assert 0.25 < rep[100] / rep[785] < 0.4 and rep[10] < rep[100] < rep[400] < rep[785]
+    tight = costs.vdm2020_cell_cpu_s(cfg, "subsample_aggregate_tight", {"pca_dim": 100}, {}, "test")[0]
+    assert tight == pytest.approx(rep[100])   # a tight series costs as its source
+    lp = {d: costs.vdm2020_cell_cpu_s(cfg, "loss_perturbation", {"pca_dim": d}, {}, "test")[1] for d in (10, 400, 785)}
+    assert lp[400] / lp[785] == pytest.approx(400 / 785) and lp[10] / lp[785] == pytest.approx(0.1)
+
+
 def test_workflow_measured_units_take_over_at_large_n():
     """Fig. 4's large-N units as measured in the default grid's own run (two jobs on two cores): reproduced at
     their points, with the quiet-factored benchmark units below, log-log between, growing with N throughout."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from dpbench import shards
 from dpbench.cli import main
 from dpbench.plan import figure_plan, report
@@ -201,3 +203,39 @@ def test_plan_shares_the_subsample_aggregate_ensembles_across_series_and_figures
                           ("loss_perturbation_tight", "loss_perturbation")):
         assert costs.cost_series(tight) == source
         assert costs.vdm2020_cell_cpu_s(st, tight, {}, {}, "test") == costs.vdm2020_cell_cpu_s(st, source, {}, {}, "test")
+
+
+def test_a_run_without_the_figure_that_pays_shared_work_pays_it_itself(tmp_path):
+    """Fig. 2b's DP-SGD is Fig. 1b's at ε = 1: in the whole DAG Fig. 1b's shards pay for it, but a run that asks
+    for Fig. 2b alone (Fig. 1b neither in the run nor done before) computes it, and its projection says so; once
+    Fig. 1b's shard files exist, their cells are in the cache and Fig. 2b reads them. (The default config: the
+    tiny one's cells cost less than a job's floor of 1 CPU-s.)"""
+    import argparse
+    import os
+
+    from dpbench import cli
+    from dpbench.plan import dag, projection_before_run
+
+    cfg = cli._config(argparse.Namespace(configfile=None))
+    cfg["results_dir"], cfg["figures_dir"] = str(tmp_path / "results"), str(tmp_path / "figures")
+    jobs = dag(cfg)
+    by = {j.name: j for j in jobs}
+    want, chosen = f"{cfg['figures_dir']}/vdm2020/fig2b.png", set()
+    stack = [j.name for j in jobs if j.output == want]
+    while stack:
+        n = stack.pop()
+        if n not in chosen:
+            chosen.add(n)
+            stack += list(by[n].after)
+    outs = {by[n].output for n in chosen}
+    assert all(by[n].cpu_s <= 1.0 for n in chosen if "/fig2b/dpsgd/" in n)   # the whole DAG: Fig. 1b pays
+    alone = projection_before_run(cfg, outs, 2)[1]["jobs"]
+    dpsgd = {o: c for o, c in alone.items() if "/fig2b/shards/dpsgd/" in o}
+    own = sum(s.cpu_s for s in shards.plan(cfg, "vdm2020", "fig2b", "dpsgd").all)
+    assert dpsgd and sum(dpsgd.values()) == pytest.approx(own) and own > 60 * len(dpsgd)
+    for j in jobs:   # Fig. 1b done before: its cells are cached
+        if j.output and "/fig1b/shards/dpsgd/" in j.output:
+            os.makedirs(os.path.dirname(j.output), exist_ok=True)
+            open(j.output, "w").close()
+    again = projection_before_run(cfg, outs, 2)[1]["jobs"]
+    assert all(again[o] <= 1.0 for o in dpsgd)
