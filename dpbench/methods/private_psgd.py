@@ -50,8 +50,8 @@ from dpbench.learn.psgd import (
 from dpbench.privacy import _validate as V
 from dpbench.privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
 from dpbench.privacy.mechanisms import output_noise
-from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_epsilon1, gradient_sum_noise_hook,
-                                       scs13_calibration)
+from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_epsilon1, bst14_tight_calibration,
+                                       gradient_sum_noise_hook, scs13_calibration)
 
 __all__ = [
     "bolt_on_sensitivity_convex",
@@ -403,6 +403,7 @@ def bst14_psgd(
     passes=1,
     algorithm=None,
     iota=4.0,
+    calibration="source",
 ):
     """BST14 with constant epochs (Wu 2016, §3.3, Alg. 3 ConvexBST14ConstNpass / Alg. 4
     StronglyConvexBST14ConstNpass), with the mini-batch extension of docs/studies/wu2016.md#bst14.
@@ -425,6 +426,10 @@ def bst14_psgd(
     the source fixed, not copied). ``iota=1`` reproduces the thesis as printed (ι = 1 for logistic regression,
     Wu 2016, Alg. 3 line 11) and under-noises by a factor 2 in standard deviation.
 
+    ``calibration="tight"``: σ from :func:`~dpbench.privacy.noisy_sgd.bst14_tight_calibration` (the PLD of the
+    mixture-of-Gaussians updates, replace-one through the record-free run; docs/studies/wu2016.md#bst14-tight),
+    about a tenth of the thesis' σ at the study's sizes; needs ι = 4.
+
     Randomness order per step: the b indices, then the noise vector. Returns ``(w_T, info)`` with
     ``epsilon1``, ``epsilon2``, ``delta1``, ``sigma``, ``steps``, ``algorithm``, ``radius``, ``G`` (convex),
     ``iota``.
@@ -444,7 +449,13 @@ def bst14_psgd(
     steps = V.count("steps", steps)
     if algorithm is None:
         algorithm = "strongly_convex" if l2 > 0 else "convex"
-    cal = bst14_calibration(epsilon, delta, n, steps, batch_size)
+    if calibration not in ("source", "tight"):
+        raise ValueError(f"calibration must be 'source' or 'tight', got {calibration!r}")
+    if calibration == "tight" and iota != 4.0:
+        raise ValueError(f"the tight BST14 calibration assumes iota = 4 (noise on the gradient sum at the replace-one "
+                         f"sensitivity 2), got iota = {iota!r}")
+    cal = (bst14_tight_calibration if calibration == "tight" else bst14_calibration)(epsilon, delta, n, steps,
+                                                                                       batch_size)
     sigma = cal["sigma"]
     radius, schedule, G = bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, loss.lipschitz)
     hook = gaussian_batch_noise(sigma * math.sqrt(iota), batch_size)

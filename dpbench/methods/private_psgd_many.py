@@ -22,7 +22,8 @@ from dpbench.methods.base import TRAINING, Method, Setting, linear_scores
 from dpbench.methods.private_psgd import bolt_on_setup, bst14_schedule
 from dpbench.privacy import _validate as V
 from dpbench.privacy.mechanisms import output_noise
-from dpbench.privacy.noisy_sgd import bst14_calibration, gradient_sum_noise_hook, scs13_calibration
+from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_tight_calibration, gradient_sum_noise_hook,
+                                       scs13_calibration)
 
 __all__ = ["l2_laplace_noise_many", "gaussian_noise_many", "scs13_many", "bst14_many", "bolt_on_many",
            "perturb_outputs", "BoltOn", "SCS13", "BST14"]
@@ -71,7 +72,7 @@ def scs13_many(X, Yk, loss, passes, batch_size, epsilons, rng, *, delta=0.0, l2=
 
 
 def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=0.0, radius=None, iota=4.0,
-               algorithm=None, observe=None, own_batches=False):
+               algorithm=None, observe=None, own_batches=False, calibration="source"):
     """BST14 (see :func:`~dpbench.methods.private_psgd.bst14_psgd`: with-replacement sampling, T = ⌈k n/b⌉
     Gaussian steps, calibration of :func:`~dpbench.methods.private_psgd.bst14_calibration`, ι = 4 by default)
     for every ε of ``epsilons`` and every label column of ``Yk`` at once. Returns ``(W (E, K, d), info)``
@@ -80,7 +81,9 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
     with the iterates (E·K, d) (model e·K + k; :func:`~dpbench.learn.psgd_many.psgd_many`), e.g. by the
     transcript audit; it does not change the result. ``own_batches=True``: every model draws its own batches,
     so the E·K models are independent runs of BST14 (repeated trials of an audit); the default shares the
-    batches among the columns (one training per column, as the study)."""
+    batches among the columns (one training per column, as the study). ``calibration="tight"``: the noise of
+    :func:`~dpbench.privacy.noisy_sgd.bst14_tight_calibration` (PLD of the mixture-of-Gaussians updates, needs
+    ι = 4) instead of the thesis' composition; everything else unchanged."""
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     X = np.asarray(X, dtype=np.float64)
@@ -91,7 +94,13 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
     l2 = V.nonnegative("l2", l2)
     iota = V.positive("iota", iota)
     steps = -(-passes * n // batch_size)
-    cals = [bst14_calibration(e, delta, n, steps, batch_size) for e in eps]
+    if calibration not in ("source", "tight"):
+        raise ValueError(f"calibration must be 'source' or 'tight', got {calibration!r}")
+    if calibration == "tight" and iota != 4.0:
+        raise ValueError(f"the tight BST14 calibration assumes iota = 4 (noise on the gradient sum at the replace-one "
+                         f"sensitivity 2), got iota = {iota!r}")
+    calibrate = bst14_tight_calibration if calibration == "tight" else bst14_calibration
+    cals = [calibrate(e, delta, n, steps, batch_size) for e in eps]
     sigma = np.array([c["sigma"] for c in cals])
     algorithm = ("strongly_convex" if l2 > 0 else "convex") if algorithm is None else algorithm
     scheds = [bst14_schedule(algorithm, l2, radius, d, sg, iota, batch_size, loss.lipschitz) for sg in sigma]
@@ -108,7 +117,8 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
                   observe=observe, own_batches=own_batches)
     info = {"sigma": sigma, "epsilon1": np.array([c["epsilon1"] for c in cals]),
             "epsilon2": np.array([c["epsilon2"] for c in cals]), "step_c": step_c, "steps": steps,
-            "algorithm": algorithm, "radius": radius, "iota": iota, "schedule": schedule}
+            "algorithm": algorithm, "radius": radius, "iota": iota, "schedule": schedule, "calibration": calibration,
+            "epsilon_achieved": np.array([c.get("epsilon_achieved", e) for c, e in zip(cals, eps)])}
     return W.reshape(eps.size, K, -1), info
 
 

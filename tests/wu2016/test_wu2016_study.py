@@ -94,8 +94,17 @@ def test_test_accuracy_argmax_and_sign():
 
 def test_fig3_2_rows_are_reproducible_and_cached(config, monkeypatch):
     df = run_all(config, "fig3_2")
-    assert set(df["method"]) == {"noiseless", "bolt_on", "scs13", "bst14"}
-    assert set(df[df["method"] == "bst14"]["test"]) == {2, 4}
+    assert set(df["method"]) == {"noiseless", "bolt_on", "scs13", "bst14", "bst14_tight"}
+    assert set(df[df["method"] == "bst14"]["test"]) == {2, 4} == set(df[df["method"] == "bst14_tight"]["test"])
+    assert set(df.loc[df["method"] == "bst14_tight", "calibration"]) == {"tight"}
+    assert set(df.loc[df["method"] != "bst14_tight", "calibration"]) == {"source"}
+    # the tight calibration: the same (ε, δ), less noise than the thesis' composition (docs: σ × 0.06-0.4 here)
+    key = ["dataset", "test", "epsilon", "rep"]
+    src = df[df["method"] == "bst14"].set_index(key)["noise_scale"]
+    tight = df[df["method"] == "bst14_tight"].set_index(key)["noise_scale"]
+    assert (tight < src.loc[tight.index]).all()
+    assert (df[df["method"] == "bst14_tight"].set_index(key)["delta"] == df[df["method"] == "bst14"].set_index(key)[
+        "delta"].loc[tight.index]).all()
     assert df["is_substitute"].all() and df["dataset_variant"].str.startswith("substitute").all()
     assert df["value"].between(0, 1).all() and set(df["rep"]) == {0, 1}
     # noiseless is flat in epsilon; the bolt-on noise scale falls as 1/epsilon at fixed sensitivity (pure DP)

@@ -55,6 +55,9 @@ def deviations(cfg: dict, name: str) -> list[str]:
         + f"; G = √(dισ² + b²L²); Test 2 radius R = "
         f"{(ch['bst14_convex_radius'] or 1 / lam):g} [INFERRED: not given in the thesis; SCS13's radius; "
         "docs/studies/wu2016.md#open-choices item 7], Test 4 radius 1/λ.",
+        "BST14 (tight calibration), dashed: the same algorithm with σ from the PLD of its mixture-of-Gaussians updates "
+        "(replace-one through the run without the record: ε = 2ε_h at δ_h(1 + e^{ε_h}); dp_accounting, pessimistic "
+        "estimate; docs/studies/wu2016.md#bst14-tight): about a tenth of the thesis' σ, the same (ε, δ).",
         "Noiseless: Table 3.3 step sizes (constant η convex, 1/(γt) strongly convex), unconstrained.",
     ]
     out = list(common)

@@ -35,12 +35,16 @@ from dpbench.studies.wu2016.ch3_data import (DATASETS, STUDY, dataset_payload, l
 engine = importlib.import_module("dpbench.learn.psgd")   # the module (dpbench.learn exports a function psgd)
 log = logging.getLogger(__name__)
 
-METHODS = ("noiseless", "bolt_on", "scs13", "bst14")
-LABELS = {"noiseless": "Noiseless", "bolt_on": "Ours (bolt-on)", "scs13": "SCS13", "bst14": "BST14"}
+#: ``bst14_tight``: BST14 with the tight calibration (:func:`dpbench.privacy.noisy_sgd.bst14_tight_calibration`,
+#: docs/studies/wu2016.md#bst14-tight); same sampling, steps and radius, drawn dashed beside BST14
+METHODS = ("noiseless", "bolt_on", "scs13", "bst14", "bst14_tight")
+LABELS = {"noiseless": "Noiseless", "bolt_on": "Ours (bolt-on)", "scs13": "SCS13", "bst14": "BST14",
+          "bst14_tight": "BST14 (tight calibration)"}
+BST14 = ("bst14", "bst14_tight")
 TESTS = {1: ("convex", False), 2: ("convex", True), 3: ("strongly_convex", False), 4: ("strongly_convex", True)}
 TEST_LABELS = {1: "Test 1: convex, ε-DP", 2: "Test 2: convex, (ε,δ)-DP", 3: "Test 3: strongly convex, ε-DP",
                4: "Test 4: strongly convex, (ε,δ)-DP"}
-RUNTIME_METHODS = METHODS
+RUNTIME_METHODS = ("noiseless", "bolt_on", "scs13", "bst14")   # Fig. 3.4: the thesis' four
 
 
 FIGURE_NAMES = ("fig3_2", "fig3_3", "fig3_4")
@@ -124,11 +128,12 @@ def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: t
             W, info = many.scs13_many(X, Yk, "logistic", passes, batch_size, eps_m, rng, delta=delta_m, l2=l2,
                                       radius=ch["scs13_radius"] if l2 else None)
             acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(info["noise_scale"]).tolist()
-        elif method == "bst14":
+        elif method in BST14:
             (t,) = tests
             eps_m, delta_m, _ = budget(a, epsilons, True)
             W, info = many.bst14_many(X, Yk, "logistic", eps_m, delta_m, rng, batch_size=batch_size, passes=passes,
-                                      l2=l2, radius=None if l2 else ch["bst14_radius"], iota=ch["iota"])
+                                      l2=l2, radius=None if l2 else ch["bst14_radius"], iota=ch["iota"],
+                                      calibration="tight" if method == "bst14_tight" else "source")
             acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(info["sigma"]).tolist()
         else:
             raise ValueError(f"unknown method {method!r}; known: {METHODS}")
@@ -143,10 +148,10 @@ def units(method: str, tests) -> list[tuple[str, tuple]]:
     """(convexity, tests) training units of ``method`` for the requested tests (BST14: (ε,δ) tests only)."""
     out = []
     for conv in ("convex", "strongly_convex"):
-        ts = tuple(t for t in tests if TESTS[t][0] == conv and (method != "bst14" or TESTS[t][1]))
+        ts = tuple(t for t in tests if TESTS[t][0] == conv and (method not in BST14 or TESTS[t][1]))
         if not ts:
             continue
-        if method in ("scs13", "bst14"):
+        if method in ("scs13",) + BST14:
             out += [(conv, (t,)) for t in ts]
         else:
             out.append((conv, ts))
@@ -157,7 +162,7 @@ def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, r
     rows = []
     private = method not in ("noiseless", "non_private")
     for t in tests:
-        delta = 1.0 / int(rec["n_train"]) if private and (TESTS[t][1] or method == "bst14") else 0.0  # budget()
+        delta = 1.0 / int(rec["n_train"]) if private and (TESTS[t][1] or method in BST14) else 0.0  # budget()
         for j, e in enumerate(epsilons):
             rows.append({"study": STUDY, "figure": figure, "series": series, "method": method,
                          "method_label": LABELS[method], "dataset": dataset, "dataset_variant": rec["variant"],
@@ -170,7 +175,8 @@ def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, r
                          "noise_scale": float(rec["noise_scale"][str(t)][j]),
                          "sensitivity": float("nan") if rec["sensitivity"] is None else float(rec["sensitivity"]),
                          "n_train": int(rec["n_train"]), "runtime_s": float(rec["seconds"]),
-                         "seed": int(config["seed"])})
+                         "seed": int(config["seed"]),
+                         "calibration": "tight" if method == "bst14_tight" else "source"})
     return rows
 
 
@@ -307,7 +313,7 @@ def series(cfg: dict, name: str) -> list[str]:
     if name == "fig3_2":
         methods = [m for m in METHODS if not fc.get("methods") or m in fc["methods"]]
         if not any(TESTS[t][1] for t in fc["tests"]):
-            methods = [m for m in methods if m != "bst14"]
+            methods = [m for m in methods if m not in BST14]
         return [f"{d}_{m}" for d in fc["datasets"] for m in methods]
     if name == "fig3_3":
         return list(FIG3_3_PANELS)

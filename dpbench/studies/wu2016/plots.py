@@ -18,7 +18,8 @@ from dpbench.studies.wu2016.summaries import ratio_summary
 STYLE = {"noiseless": dict(color="black", marker=None, linestyle="--"),
          "bolt_on": dict(color="tab:red", marker="o", linestyle="-"),
          "scs13": dict(color="tab:blue", marker="s", linestyle="-"),
-         "bst14": dict(color="tab:green", marker="^", linestyle="-")}
+         "bst14": dict(color="tab:green", marker="^", linestyle="-"),
+         "bst14_tight": dict(color="tab:green", marker="^", linestyle="--")}   # tight calibration: dashed
 CURVE_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 
