@@ -101,7 +101,8 @@ ENTRIES: tuple[Entry, ...] = (
           "choices.sc_sensitivity: thesis (2L/(γmb), violated by a factor b; labelled nominal)",
           ("studies.wu2016.choices.sc_sensitivity", "thesis", "nominal only: the noise is b× too small")),
     Entry("wu2016", "SCS13 / BST14 noisy SGD (ch. 3)", REPLACE_ONE,
-          "every noisy update (SCS13: ε/k per pass; BST14: ι = 4 for replace-one sensitivity 2)",
+          "every noisy update (SCS13: ε/k per pass; BST14: ι = 4 for replace-one sensitivity 2; bst14_tight: the "
+          "PLD of the mixture-of-Gaussians updates against the run without the record, chained to replace-one)",
           "—", "choices.bst14_iota: 1 (the thesis' ι, under-noised for replace-one)",
           ("studies.wu2016.choices.bst14_iota", 1, "nominal only: noise std halved for replace-one")),
     Entry("wu2016", "output / objective perturbation, functional mechanism (ch. 4)", REPLACE_ONE,

@@ -48,7 +48,7 @@ def test_workflow_targets_the_gain_figure_of_studies_with_tight_series():
     from dpbench.workflow import all_targets, tight_gain_figures
 
     cfg = load_config(DEFAULT_CONFIG_PATH)
-    assert tight_gain_figures(cfg, "wu2016") == ["fig4_1", "fig4_2", "fig4_6"]
+    assert tight_gain_figures(cfg, "wu2016") == ["fig3_2", "fig4_1", "fig4_2", "fig4_6"]   # fig3_2: bst14_tight
     assert tight_gain_figures(cfg, "estimation") == []
     targets = all_targets(cfg)
     assert f"{cfg['figures_dir']}/wu2016/tight_gain.png" in targets
