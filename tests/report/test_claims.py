@@ -77,6 +77,19 @@ def test_tight_frames_swap_each_tight_series_for_its_source_series():
     assert set(out["f1"]["method"]) == {"lp", "np", "x"} and out["f2"] is not None
 
 
+def test_the_sources_claims_are_checked_without_the_tight_series():
+    """A claim over every method of a figure (e.g. wu2016's A4: some private point above noiseless) must not count a
+    tight series the source never drew: the source's rows are the figure less each ``<s>_tight`` whose ``<s>`` is
+    drawn (a tight series without its source stays: it is then the figure's own method)."""
+    from dpbench.report import source_frames
+
+    df = pd.DataFrame({"series": ["mnist_bst14", "mnist_bst14_tight", "np", "other_tight"], "value": [0.1, 0.5, 0.9,
+                                                                                                    0.3]})
+    out = source_frames({"f1": df, "f2": df[df.series == "np"]})
+    assert list(out["f1"]["series"]) == ["mnist_bst14", "np", "other_tight"]
+    assert out["f2"].equals(df[df.series == "np"])
+
+
 def test_claims_under_tight_calibration_are_a_row_group_not_counted(tmp_path, monkeypatch):
     """A study's claim re-evaluated with the tight series in place of the source series: a row ``<id>@tight``
     with ``calibration = tight`` when its measurement moves; the page shows both verdicts; the counts (and the
