@@ -50,7 +50,7 @@ from dpbench.learn.psgd import (
 from dpbench.privacy import _validate as V
 from dpbench.privacy.mechanisms import NOISE_KINDS as _NOISE_KINDS
 from dpbench.privacy.mechanisms import output_noise
-from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_epsilon1, bst14_tight_calibration,
+from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_calibrator, bst14_epsilon1,
                                        gradient_sum_noise_hook, scs13_calibration)
 
 __all__ = [
@@ -449,13 +449,7 @@ def bst14_psgd(
     steps = V.count("steps", steps)
     if algorithm is None:
         algorithm = "strongly_convex" if l2 > 0 else "convex"
-    if calibration not in ("source", "tight"):
-        raise ValueError(f"calibration must be 'source' or 'tight', got {calibration!r}")
-    if calibration == "tight" and iota != 4.0:
-        raise ValueError(f"the tight BST14 calibration assumes iota = 4 (noise on the gradient sum at the replace-one "
-                         f"sensitivity 2), got iota = {iota!r}")
-    cal = (bst14_tight_calibration if calibration == "tight" else bst14_calibration)(epsilon, delta, n, steps,
-                                                                                       batch_size)
+    cal = bst14_calibrator(calibration, iota)(epsilon, delta, n, steps, batch_size)
     sigma = cal["sigma"]
     radius, schedule, G = bst14_schedule(algorithm, l2, radius, d, sigma, iota, batch_size, loss.lipschitz)
     hook = gaussian_batch_noise(sigma * math.sqrt(iota), batch_size)

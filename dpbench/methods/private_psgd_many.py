@@ -22,8 +22,7 @@ from dpbench.methods.base import TRAINING, Method, Setting, linear_scores
 from dpbench.methods.private_psgd import bolt_on_setup, bst14_schedule
 from dpbench.privacy import _validate as V
 from dpbench.privacy.mechanisms import output_noise
-from dpbench.privacy.noisy_sgd import (bst14_calibration, bst14_tight_calibration, gradient_sum_noise_hook,
-                                       scs13_calibration)
+from dpbench.privacy.noisy_sgd import bst14_calibrator, gradient_sum_noise_hook, scs13_calibration
 
 __all__ = ["l2_laplace_noise_many", "gaussian_noise_many", "scs13_many", "bst14_many", "bolt_on_many",
            "perturb_outputs", "BoltOn", "SCS13", "BST14"]
@@ -94,12 +93,7 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
     l2 = V.nonnegative("l2", l2)
     iota = V.positive("iota", iota)
     steps = -(-passes * n // batch_size)
-    if calibration not in ("source", "tight"):
-        raise ValueError(f"calibration must be 'source' or 'tight', got {calibration!r}")
-    if calibration == "tight" and iota != 4.0:
-        raise ValueError(f"the tight BST14 calibration assumes iota = 4 (noise on the gradient sum at the replace-one "
-                         f"sensitivity 2), got iota = {iota!r}")
-    calibrate = bst14_tight_calibration if calibration == "tight" else bst14_calibration
+    calibrate = bst14_calibrator(calibration, iota)
     cals = [calibrate(e, delta, n, steps, batch_size) for e in eps]
     sigma = np.array([c["sigma"] for c in cals])
     algorithm = ("strongly_convex" if l2 > 0 else "convex") if algorithm is None else algorithm

@@ -27,7 +27,7 @@ from . import _validate as V
 from .mechanisms import classic_gaussian_sigma, l2_laplace_rows, sample_gaussian
 
 __all__ = ["SUM_SENSITIVITY", "scs13_calibration", "bst14_epsilon1", "bst14_calibration", "bst14_tight_epsilon",
-           "bst14_tight_calibration", "gradient_sum_noise", "gradient_sum_noise_hook"]
+           "bst14_tight_calibration", "bst14_calibrator", "gradient_sum_noise", "gradient_sum_noise_hook"]
 
 SUM_SENSITIVITY = 2.0
 """Replace-one L2 sensitivity of a mini-batch gradient sum of an L = 1 loss (two gradients of norm ≤ 1)."""
@@ -145,9 +145,8 @@ def bst14_tight_epsilon(noise_multiplier, n, steps, batch_size, delta, *, discre
     dp_accounting (``from_mixture_gaussian_mechanism``: sensitivities k·2L with Binomial weights, noise ν·2L).
     The updates compose adaptively (the pair does not depend on the iterate), so T updates are the T-fold
     self-composition of that PLD. D⊥ to D′ is the same with i′ for i; chaining D → D⊥ → D′ gives the
-    replace-one guarantee (ε, δ) = (2ε_h, δ_h(1 + e^{ε_h})): this function returns 2ε_h with δ_h = δ/(1 +
-    e^{ε_h}) solved by a short fixed point (δ_h from the current ε_h; the returned ε is then valid at a δ ≤
-    ``delta``)."""
+    replace-one guarantee (ε, δ) = (2ε_h, δ_h(1 + e^{ε_h})): this function returns 2ε_h for an ε_h whose PLD
+    value at δ_h = δ/(1 + e^{ε_h}) is at most ε_h (a short monotone fixed-point iteration)."""
     from dp_accounting.pld import privacy_loss_distribution as pld_mod
 
     nu = V.positive("noise_multiplier", noise_multiplier)
@@ -159,42 +158,59 @@ def bst14_tight_epsilon(noise_multiplier, n, steps, batch_size, delta, *, discre
     pld = pld_mod.from_mixture_gaussian_mechanism(nu, [float(k) for k in ks], probs,
                                                   value_discretization_interval=discretisation)
     composed = pld.self_compose(steps)
+    # f(ε_h) = PLD ε at δ/(1 + e^{ε_h}) is non-decreasing in ε_h (smaller δ_h, larger ε) and nearly flat; iterate
+    # ε_h ← f(ε_h)(1 + 1e-9) from 0 until f(ε_h) ≤ ε_h: then (ε_h, δ/(1 + e^{ε_h})) holds exactly for each half
     eps_h = 0.0
-    for _ in range(50):   # δ_h = δ/(1 + e^{ε_h}) decreases in ε_h, ε_h(δ_h) increases as δ_h decreases: monotone
+    for _ in range(100):
         if eps_h > 700:
             return math.inf
         new = float(composed.get_epsilon_for_delta(delta / (1.0 + math.exp(eps_h))))
-        if new <= eps_h * (1 + 1e-9):
-            break
-        eps_h = new
-    # at the fixed point δ_h(1 + e^{ε_h}) ≤ δ: the last ε_h was computed at δ/(1 + e^{previous ε_h}) with previous
-    # ≤ ε_h, so the δ spent is ≤ δ
-    return 2.0 * eps_h
+        if new <= eps_h:
+            return 2.0 * eps_h
+        eps_h = new * (1.0 + 1e-9)
+    raise RuntimeError(f"bst14_tight_epsilon: the fixed point of delta_h = delta/(1 + e^eps_h) did not converge "
+                       f"(last eps_h {eps_h!r})")
+
+
+def bst14_calibrator(calibration: str, iota: float):
+    """The BST14 calibration function of ``calibration``: ``"source"`` :func:`bst14_calibration` (the thesis'),
+    ``"tight"`` :func:`bst14_tight_calibration`, which assumes ι = 4 (noise on the gradient sum at the replace-one
+    sensitivity 2 of one draw) and refuses any other ``iota``."""
+    if calibration not in ("source", "tight"):
+        raise ValueError(f"calibration must be 'source' or 'tight', got {calibration!r}")
+    if calibration == "tight" and iota != 4.0:
+        raise ValueError(f"the tight BST14 calibration assumes iota = 4 (noise on the gradient sum at the replace-one "
+                         f"sensitivity 2), got iota = {iota!r}")
+    return bst14_tight_calibration if calibration == "tight" else bst14_calibration
 
 
 @functools.lru_cache(maxsize=256)
-def _bst14_tight_sigma(epsilon: float, delta: float, n: int, steps: int, batch_size: int) -> float:
+def _bst14_tight_sigma(epsilon: float, delta: float, n: int, steps: int, batch_size: int) -> tuple[float, float]:
+    """(σ, the ε it spends) of :func:`bst14_tight_calibration`: bisection in log σ, keeping the valid end."""
     interval = _bst14_interval(epsilon, steps)
 
     def spends(nu):
         return bst14_tight_epsilon(nu, n, steps, batch_size, delta, discretisation=interval)
 
     hi = bst14_calibration(epsilon, delta, n, steps, batch_size)["sigma"]   # a start (valid by its own proof)
-    while spends(hi) > epsilon:
+    eps_hi = spends(hi)
+    while eps_hi > epsilon:
         hi *= 4.0
         if hi > 1e8:
             raise ValueError(f"BST14 tight calibration: no noise multiplier up to 1e8 proves epsilon = {epsilon:g} "
                              f"over {steps} steps")
+        eps_hi = spends(hi)
     lo = hi / 4.0
-    while spends(lo) <= epsilon:   # the bracket [lo, hi]: lo spends more than ε, hi at most ε
-        hi, lo = lo, lo / 4.0
-    while hi / lo > 1.002:   # bisection in log σ: ε(σ) decreases in σ; keep the valid end (ε(hi) ≤ ε)
+    while (eps_lo := spends(lo)) <= epsilon:   # the bracket [lo, hi]: lo spends more than ε, hi at most ε
+        hi, eps_hi, lo = lo, eps_lo, lo / 4.0
+    while hi / lo > 1.002:   # ε(σ) decreases in σ
         mid = math.sqrt(lo * hi)
-        if spends(mid) <= epsilon:
-            hi = mid
+        eps_mid = spends(mid)
+        if eps_mid <= epsilon:
+            hi, eps_hi = mid, eps_mid
         else:
             lo = mid
-    return hi
+    return hi, eps_hi
 
 
 def bst14_tight_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
@@ -210,10 +226,8 @@ def bst14_tight_calibration(epsilon, delta, n, steps, batch_size=1) -> dict:
     n = V.count("n", n)
     steps = V.count("steps", steps)
     batch_size = V.count("batch_size", batch_size)
-    sigma = _bst14_tight_sigma(float(epsilon), float(delta), n, steps, batch_size)
-    interval = _bst14_interval(epsilon, steps)
-    return {"sigma": sigma, "calibration": "tight", "steps": steps,
-            "epsilon_achieved": bst14_tight_epsilon(sigma, n, steps, batch_size, delta, discretisation=interval),
+    sigma, spent = _bst14_tight_sigma(float(epsilon), float(delta), n, steps, batch_size)
+    return {"sigma": sigma, "calibration": "tight", "steps": steps, "epsilon_achieved": spent,
             "epsilon1": float("nan"), "epsilon2": float("nan"), "delta1": float("nan")}
 
 
