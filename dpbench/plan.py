@@ -130,12 +130,13 @@ def dag(config: dict, pays=None) -> list[Job]:
                 if shards.enabled(config, st):
                     sp = shards.plan(config, st, fig, m)
                     where = shards.shard_dir(config, st, fig, m)
-                    tun = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s, f"{where}/{s.name}.parquet"),
-                               W.shard_threads(config, st, fig, m, s.name), data, f"{where}/{s.name}.parquet")
-                           for s in sp.tuning]
-                    fin = [Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s, f"{where}/{s.name}.parquet"),
-                               W.shard_threads(config, st, fig, m, s.name), data + tuple(j.name for j in tun),
-                               f"{where}/{s.name}.parquet") for s in sp.final]
+                    def shard_job(s, after, m=m, where=where):
+                        out = f"{where}/{s.name}.parquet"
+                        return Job(f"{st}/{fig}/{m}/{s.name}", unpaid(st, s, out),
+                                   W.shard_threads(config, st, fig, m, s.name), after, out)
+
+                    tun = [shard_job(s, data) for s in sp.tuning]
+                    fin = [shard_job(s, data + tuple(j.name for j in tun)) for s in sp.final]
                     jobs += tun + fin
                     jobs.append(Job(f"{st}/{fig}/{m}", 1.0, 1, tuple(j.name for j in fin) or data, path))
                 else:

@@ -102,6 +102,12 @@ def tight_source(name: str) -> str | None:
     return name[: -len(TIGHT_SUFFIX)] if name.endswith(TIGHT_SUFFIX) else None
 
 
+def calibration_of(name: str) -> str:
+    """The ``calibration`` column of a row of series or method ``name``: ``"tight"`` for ``<source>_tight``, else
+    ``"source"``."""
+    return "tight" if tight_source(name) is not None else "source"
+
+
 #: old names of core columns, rejected so that two names never mean one thing
 RENAMED = {"unit_seconds": "runtime_s", "repetition": "rep"}
 

@@ -27,6 +27,7 @@ from dpbench.learn import psgd_many as engine_many
 from dpbench.methods import private_psgd as pp
 from dpbench.methods import private_psgd_many as many
 from dpbench.parallel import run_units
+from dpbench.results import calibration_of
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 from dpbench.studies.wu2016.ch3_data import (DATASETS, STUDY, dataset_payload, label_matrix, load_prepared,
@@ -133,7 +134,7 @@ def train_unit(config: dict, dataset: str, method: str, convexity: str, tests: t
             eps_m, delta_m, _ = budget(a, epsilons, True)
             W, info = many.bst14_many(X, Yk, "logistic", eps_m, delta_m, rng, batch_size=batch_size, passes=passes,
                                       l2=l2, radius=None if l2 else ch["bst14_radius"], iota=ch["iota"],
-                                      calibration="tight" if method == "bst14_tight" else "source")
+                                      calibration=calibration_of(method))
             acc[t], scales[t] = test_accuracy(W, a).tolist(), np.asarray(info["sigma"]).tolist()
         else:
             raise ValueError(f"unknown method {method!r}; known: {METHODS}")
@@ -176,7 +177,7 @@ def _rows(config, figure, series, dataset, method, rec, tests, epsilons, b, k, r
                          "sensitivity": float("nan") if rec["sensitivity"] is None else float(rec["sensitivity"]),
                          "n_train": int(rec["n_train"]), "runtime_s": float(rec["seconds"]),
                          "seed": int(config["seed"]),
-                         "calibration": "tight" if method == "bst14_tight" else "source"})
+                         "calibration": calibration_of(method)})
     return rows
 
 

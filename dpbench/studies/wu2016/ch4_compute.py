@@ -34,6 +34,7 @@ from dpbench.methods import functional_mechanism as fm
 from dpbench.methods import objective_perturbation as objp
 from dpbench.methods import output_perturbation as op
 from dpbench.parallel import run_units
+from dpbench.results import TIGHT_SUFFIX, calibration_of, tight_source
 from dpbench.rng import generator, stream_key
 from dpbench.store import Store, content_key
 from dpbench.studies.wu2016.ch4_data import (STUDY, ch4_cfg, dataset_payload, load_diabetes, load_warfarin,
@@ -46,7 +47,7 @@ PREFIX = "ch4_"
 #: :func:`dpbench.methods.output_perturbation.sensitivity_exact`; ``fm_tight``: the functional mechanism with the
 #: exact L1 sensitivity of its coefficients (:func:`dpbench.methods.functional_mechanism.fm_logistic_sensitivity`,
 #: ``calibration="tight"``) (rows: ``calibration = "tight"``)
-TIGHT = "_tight"
+TIGHT = TIGHT_SUFFIX
 METHODS = ("non_private", "op_oracle", "op_data_independent", "op_tuned_r1", "op_tuned_r2", "objp_tuned_r1",
            "objp_tuned_r2", "fm", "op_data_independent_tight", "op_tuned_r1_tight", "op_tuned_r2_tight", "fm_tight")
 DIABETES_METHODS = ("non_private", "op_oracle", "op_data_independent", "fm", "op_data_independent_tight", "fm_tight")
@@ -63,14 +64,14 @@ LABELS = {"non_private": "Non-Private", "op_oracle": "Oracle Output Pert. (not p
 def calibration(method: str) -> str:
     """``"tight"`` for the ``*_tight`` methods (Δ = G/(λn); the functional mechanism's exact Δ*), else ``"source"``
     (the thesis' Δ or the config's ``ch4.op_sensitivity``)."""
-    return "tight" if method.endswith(TIGHT) else "source"
+    return calibration_of(method)
 
 
 def _base(method: str, ch: dict) -> tuple[str, dict]:
     """(the algorithm behind ``method``, the choices it runs with): a ``*_tight`` method is its base method with
     ``op_sensitivity = "tight"`` (output perturbation) or the functional mechanism's ``calibration = "tight"``."""
-    if method.endswith(TIGHT):
-        base = method[:-len(TIGHT)]
+    base = tight_source(method)
+    if base is not None:
         if base == "fm":
             return base, {**ch, "fm": {**ch["fm"], "calibration": "tight"}}
         return base, {**ch, "op_sensitivity": "tight"}
