@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                     if r["generator_independent"]:
                         verdict += " (release ignores its generator: identical outputs under two generators)"
                     own = twin_pair_epsilon(SimpleNamespace(**r)) if v != "correct" else float("nan")
+                    if v != "correct" and not r["fires"] and own <= e * (1 + 1e-12):
+                        verdict += f" (undecided: its ε on this pair is at most {own:.3f} ≤ ε, not broken here)"
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
                           f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}\t{r['pair']}"
                           f"\t{verdict}\t{r['runtime_s']:.1f}", flush=True)

@@ -334,6 +334,8 @@ AUDIT_CPU_S_PER_TRIAL = {   # per trial (one release on each side of the pair), 
     "dpsgd_softmax": 9.9e-3, "dpsgd_softmax_tight": 1.03e-2,           # one DP-SGD run per side per trial
     "dpsgd_mlp": 1.31e-2, "dpsgd_mlp_tensors": 1.49e-2,
     "bst14": 0.104,                      # one BST14 run of T = 14,576 steps per side per trial
+    "bst14_tight": 0.17,                 # the same runs, plus the PLD calibration (~25 s, once per process) and the
+                                         # pair bounds (1-15 s per cell): 2026-11-28, `dpbench audit bst14_tight`
 }
 AUDIT_CELL_OVERHEAD_S = 0.5
 

@@ -436,9 +436,13 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
                "14,576 subsampled Gaussian steps, Gaussian by the central limit theorem of Dong, Roth & Su 2022 "
                "(the model of the tight DP-SGD audits of Nasr et al. 2023). Every trial is its own training "
                "(its own with-replacement batches and noise), 50 runs per side side by side in one call of the "
-               "engine (``own_batches``), so all trials are independent. eps_pair is NaN: the per-step mixture depends on the iterate (the canary's "
-               "gradients σ(−w) vs σ(w)) and the multiplicity is Binomial, not the Poisson/Bernoulli subsampling "
-               "of dp_accounting's PLD, so no exact ε of this transcript is computed.")
+               "engine (``own_batches``), so all trials are independent. eps_pair is a proved upper bound, not the "
+               "exact ε (the per-step mixture depends on the iterate): each of D, D′ moves a hit's update by at "
+               "most L = 1 from D⊥ (the other records' gradients are 0), so the tight accountant "
+               "(:func:`~dpbench.privacy.noisy_sgd.bst14_tight_epsilon`) at the noise standard deviation σ√ι "
+               "per unit of gradient bounds the pair's ε; eps_pair_variant the same at a noise twin's noise "
+               "(f ≥ 0.1; NaN for smaller f, whose bound is large anyway): a twin whose bound is ≤ ε is not "
+               "broken on this pair and cannot be caught here.")
 
 
 @register(name="bst14", label="BST14 noisy SGD (wu2016 ch. 3, Alg. 4)", study="wu2016", pure=False,
@@ -455,12 +459,46 @@ _BST14_NOTE = ("Threat model: the whole transcript w₁, …, w_T — what BST14
                 "one call). The twins scale the noise "
                 "standard deviation through ι (variance × f²). " + _BST14_NOTE)
 def audit_bst14(config, epsilon, twin, trials, rng):
+    return _audit_bst14(config, epsilon, twin, trials, rng, "source")
+
+
+@register(name="bst14_tight", label="BST14 noisy SGD, tight calibration (wu2016 ch. 3, Alg. 4)", study="wu2016",
+          pure=False, gaussian_composition=True, post_training_noise=False,
+          twins=("noise_x0.9", "noise_x0.5", "noise_x0.001"),
+          notes="As BST14, at the noise of bst14_tight (the PLD of the mixture-of-Gaussians updates with "
+                "Binomial(b, 1/m) hits, chained D → D⊥ → D′; ι = 4; σ 0.13× the thesis' at ε = 1, 0.10× at 4). "
+                "The twins scale the calibrated noise multiplier σ (a calibration callable around "
+                "bst14_tight_calibration; ι stays 4). The pair's gradients differ by 1 = L at every w and each "
+                "of D, D′ is at most L from D⊥, so its ε is at most the tight accountant's at twice the noise "
+                "(eps_pair 0.33 at ε = 1, 0.53 at ε = 4; the ×0.9 twin's 0.38 / 0.62, the ×0.5 twin's 0.99 / "
+                "3.97): no twin down to ×0.5 is broken on this pair. The ×0.9 twin exceeds the claim by the "
+                "accountant (1.28ε at ε = 1, 2.31ε at 4), but that bound goes through the chain; on the "
+                "one-sided pair that attains each half (a canary of gradient +1 among records of gradient −1, "
+                "replaced by one of −1; constant gradients) its exact PLD ε is 0.58 at ε = 1 and at most 2.42 "
+                "at 4: not broken there either. Whether it is broken on any pair is open (the chain's slack). The "
+                "×0.001 twin checks that the audit sees a gross break at this noise. "
+                + _BST14_NOTE)
+def audit_bst14_tight(config, epsilon, twin, trials, rng):
+    return _audit_bst14(config, epsilon, twin, trials, rng, "tight")
+
+
+def _audit_bst14(config, epsilon, twin, trials, rng, calibration):
+    """The BST14 transcript audit at the study's calibration (``"source"``: the twins scale the noise standard
+    deviation through ι) or the tight one (``"tight"``: ι = 4, the twins scale the calibrated σ)."""
     from dpbench.methods import private_psgd_many as many
+    from dpbench.privacy.noisy_sgd import bst14_tight_calibration, bst14_tight_epsilon
 
     c = ch3_settings(config)
     m = int(config["studies"]["wu2016"]["datasets"]["protein"]["n_train"] or BOLT_ON_M)   # the study's Protein split
     b, passes, lam = c["b"], c["passes"], c["lam"]
-    iota = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2
+    if calibration == "tight":
+        iota, f = 4.0, factor(twin)
+
+        def calibration(e, d, n, steps, batch_size):
+            cal = bst14_tight_calibration(e, d, n, steps, batch_size)
+            return {**cal, "sigma": cal["sigma"] * f}
+    else:
+        iota = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2
     delta = 1.0 / m
     X = np.zeros((m, 1))
     X[-1, 0] = 1.0
@@ -478,7 +516,7 @@ def audit_bst14(config, epsilon, twin, trials, rng):
             w[:, t + 1] = W[:, 0]
 
         W, info = many.bst14_many(X, Yk, "logistic", [epsilon], delta, rng, batch_size=b, passes=passes, l2=lam,
-                                  iota=iota, observe=observe, own_batches=True)
+                                  iota=iota, observe=observe, own_batches=True, calibration=calibration)
         assert info["algorithm"] == "strongly_convex" and info["steps"] == steps
         assert np.array_equal(w[:, -1], W[0, :, 0])
         if eta is None:                                    # the engine's η_t = schedule(t)·step_c
@@ -489,6 +527,12 @@ def audit_bst14(config, epsilon, twin, trials, rng):
         g_d, g_dp = dphi(prev), -dphi(-prev)               # canary x = 1 with label +1 (D) / −1 (D′) at w_{t−1}
         s = S.replacement_gaussian_transcript_llr(y, g_d, g_dp, b, m, censor=cen, c_max=BST14_C_MAX)
         s_d[lo:lo + k], s_dp[lo:lo + k] = s[:k], s[k:]
-    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "eps_pair": float("nan"), "gdp": True,
-            "noise_scale": float(info["sigma"][0] * math.sqrt(iota)), "steps": steps,
-            "projected_steps": projected / (2.0 * trials)}
+    # the pair's ε, bounded: each of D, D′ moves a hit's update by at most L = 1 from D⊥ (the other records have
+    # gradient 0), so the tight accountant at noise std / 1 = σ√ι (its ν at sensitivity 2L = 2) bounds it
+    run_scale = float(info["sigma"][0] * math.sqrt(iota))
+    claim_scale = run_scale / factor(twin)
+    return {"s_d": s_d, "s_dp": s_dp, "delta": delta, "gdp": True,
+            "eps_pair": bst14_tight_epsilon(claim_scale, m, steps, b, delta),
+            "eps_pair_variant": (bst14_tight_epsilon(run_scale, m, steps, b, delta)
+                                 if twin.startswith("noise_x") and factor(twin) >= 0.1 else float("nan")),
+            "noise_scale": run_scale, "steps": steps, "projected_steps": projected / (2.0 * trials)}

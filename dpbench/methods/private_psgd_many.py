@@ -82,7 +82,8 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
     so the E·K models are independent runs of BST14 (repeated trials of an audit); the default shares the
     batches among the columns (one training per column, as the study). ``calibration="tight"``: the noise of
     :func:`~dpbench.privacy.noisy_sgd.bst14_tight_calibration` (PLD of the mixture-of-Gaussians updates, needs
-    ι = 4) instead of the thesis' composition; everything else unchanged."""
+    ι = 4) instead of the thesis' composition; everything else unchanged; a callable: see
+    :func:`~dpbench.privacy.noisy_sgd.bst14_calibrator` (``info["calibration"]`` is then ``"custom"``)."""
     Yk = np.asarray(Yk, dtype=np.float64)
     eps, K = _budget_vectors(epsilons, Yk.shape[1])
     X = np.asarray(X, dtype=np.float64)
@@ -111,7 +112,8 @@ def bst14_many(X, Yk, loss, epsilons, delta, rng, *, batch_size=1, passes=1, l2=
                   observe=observe, own_batches=own_batches)
     info = {"sigma": sigma, "epsilon1": np.array([c["epsilon1"] for c in cals]),
             "epsilon2": np.array([c["epsilon2"] for c in cals]), "step_c": step_c, "steps": steps,
-            "algorithm": algorithm, "radius": radius, "iota": iota, "schedule": schedule, "calibration": calibration,
+            "algorithm": algorithm, "radius": radius, "iota": iota, "schedule": schedule,
+            "calibration": "custom" if callable(calibration) else calibration,
             "epsilon_achieved": np.array([c.get("epsilon_achieved", e) for c, e in zip(cals, eps)])}
     return W.reshape(eps.size, K, -1), info
 

@@ -137,3 +137,45 @@ def test_bst14_observations_recover_the_noise(tiny):
     s = info["sigma"][0] * 2.0
     assert abs(np.std(y[ok]) / s - 1) < 0.15
     assert np.all(y[cen > 0] < 0) and np.all(y[cen < 0] > 0)       # +R is reached by a negative gradient sum
+
+
+def test_bst14_tight_audit_runs_at_the_tight_noise_and_bounds_its_pair(tiny):
+    """The tight audit trains at bst14_tight_calibration's σ (ι = 4), does not fire, and records the pair's proved
+    bound: the tight accountant at noise σ√ι per unit of gradient (the pair moves each side by ≤ L = 1)."""
+    from dpbench.privacy.noisy_sgd import bst14_calibration, bst14_tight_calibration, bst14_tight_epsilon
+
+    m, b = 1000, 50
+    steps = -(-10 * m // b)
+    r = run_cell(tiny, "bst14_tight", 1.0, "correct", 0, 200)
+    assert not r["fires"], r["eps_hat"]
+    sigma = bst14_tight_calibration(1.0, 1.0 / m, m, steps, b)["sigma"]
+    assert sigma < 0.5 * bst14_calibration(1.0, 1.0 / m, m, steps, b)["sigma"]
+    assert r["noise_scale"] == pytest.approx(2.0 * sigma)
+    assert r["eps_pair"] == pytest.approx(bst14_tight_epsilon(2.0 * sigma, m, steps, b, 1.0 / m))
+    assert 0.0 < r["eps_pair"] < 1.0
+
+
+def test_bst14_tight_twins_scale_the_calibrated_sigma_and_carry_their_pair_bound(tiny):
+    from dpbench.studies.audit import twin_pair_epsilon
+    from types import SimpleNamespace
+
+    c = run_cell(tiny, "bst14_tight", 1.0, "correct", 0, 200)
+    t = run_cell(tiny, "bst14_tight", 1.0, "noise_x0.5", 0, 200)
+    assert t["noise_scale"] == pytest.approx(0.5 * c["noise_scale"])
+    assert t["eps_pair"] == pytest.approx(c["eps_pair"])
+    # at half the noise the pair's bound is the accountant's at the calibrated σ itself: ≈ ε, never above it
+    assert c["eps_pair"] < t["eps_pair_variant"] <= 1.0
+    assert twin_pair_epsilon(SimpleNamespace(**t)) == t["eps_pair_variant"]
+
+
+def test_a_calibration_callable_is_used_as_given():
+    X, Y = _data()
+    seen = []
+
+    def mine(eps, delta, n, steps, b):
+        seen.append((eps, delta, n, steps, b))
+        return {"sigma": 3.0, "epsilon1": float("nan"), "epsilon2": float("nan")}
+    W, info = bst14_many(X, Y, "logistic", [0.5], 1e-3, np.random.default_rng(0), batch_size=5, passes=1,
+                         radius=2.0, calibration=mine)
+    assert seen == [(0.5, 1e-3, X.shape[0], -(-X.shape[0] // 5), 5)]
+    assert info["sigma"][0] == 3.0 and info["calibration"] == "custom"

@@ -43,7 +43,7 @@ def test_undeclared_gdp_is_refused_and_declared_gdp_is_used(monkeypatch):
 
 
 def test_only_gaussian_compositions_declare_it():
-    assert sorted(n for n, m in REGISTRY.items() if m.gaussian_composition) == ["bst14", "dpsgd_mlp", "dpsgd_mlp_tensors",
+    assert sorted(n for n, m in REGISTRY.items() if m.gaussian_composition) == ["bst14", "bst14_tight", "dpsgd_mlp", "dpsgd_mlp_tensors",
                                                                                  "dpsgd_softmax", "dpsgd_softmax_tight"]
 
 

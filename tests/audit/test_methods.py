@@ -14,7 +14,8 @@ SMALL = {"model_sensitivity": 20_000, "loss_perturbation": 20, "dpsgd_softmax": 
          "output_perturbation_erm": 3_000, "objective_perturbation": 1_000, "functional_mechanism": 20_000, "functional_mechanism_tight": 20_000,
          "mean_laplace": 20_000, "mean_gaussian": 20_000, "ldp_mean": 20_000, "ldp_sgd_report": 20_000,
          "dpsgd_mlp": 200, "scs13": 5_000, "bst14": 200, "loss_perturbation_tight": 20,
-         "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000, "dpsgd_mlp_tensors": 200}
+         "dpsgd_softmax_tight": 200, "output_perturbation_erm_tight": 3_000, "dpsgd_mlp_tensors": 200,
+         "bst14_tight": 200}
 
 # (method, twin, claimed ε, trials per side): each twin is caught (ε̂ > claimed ε) at this small size
 CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
@@ -38,6 +39,7 @@ CAUGHT = [("model_sensitivity", "noise_x0.1", 1.0, 20_000),
           ("scs13", "bug_passes_accounted", 1.0, 5_000),
           ("scs13", "bug_passes_accounted", 4.0, 5_000),
           ("bst14", "noise_x0.001", 1.0, 100),
+          ("bst14_tight", "noise_x0.001", 1.0, 100),   # ×0.9 and ×0.5 are not broken on the pair (≤ 0.99ε)
           ("loss_perturbation_tight", "noise_x0.2", 1.0, 600),   # the noise of the source's ×0.1 twin
           ("dpsgd_softmax_tight", "noise_x0.5", 4.0, 200),
           ("output_perturbation_erm_tight", "noise_x0.5", 1.0, 3_000),   # 1.8ε on the pair (×0.9: 1.005ε, unseen)
