@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", help="the run's figures folder: also write its PNGs, downscaled")
     p.add_argument("--note", default="", help="a sentence stored in meta.json (how the run was made)")
     p.add_argument("--merge", action="store_true",
-                   help="update the reference in OUT with this run's figures (and its studies' claims), keeping "
-                        "the rest: a rerun of some figures after a change")
+                   help="update the reference in OUT with this run's figures and the claims it checked again or "
+                        "that are about them, keeping the rest: a rerun of some figures after a change")
     p = sub.add_parser("check-plugin", help=COMMANDS["check-plugin"], description=COMMANDS["check-plugin"],
                        epilog="The contract it checks: docs/extending.md, 'The contract of a method'.")
     p.add_argument("plugin", help="a .py file (relative to the working folder) or an importable module name")

@@ -167,6 +167,27 @@ def read_run(path: str | Path, keys: dict[tuple[str, str], list[str]] | None = N
     return Run(points, claims, meta, str(path))
 
 
+def _replaced_claims(old: pd.DataFrame, new: pd.DataFrame, run_figures) -> pd.Series:
+    """Which of a reference's claims a merged run replaces: of every study the run has claims of, the claims the
+    run checked again (same claim id) and the claims about the run's figures only (``figure``, comma-separated
+    where a claim names several). A run of some of a study's figures (its anchor checks run on those figures)
+    thus keeps the claims of the study's other figures; a run of the whole study replaces them all."""
+    if not len(new):
+        return pd.Series(False, index=old.index)
+    figs: dict[str, set] = {}
+    for study, figure in run_figures:
+        figs.setdefault(study, set()).add(figure)
+    ids = set(zip(new["study"].astype(str), new["claim"].astype(str)))
+    studies = set(new["study"].astype(str))
+
+    def replaced(r) -> bool:
+        if str(r.study) not in studies:
+            return False
+        named = {f.strip() for f in str(r.figure).split(",") if f.strip()}
+        return (str(r.study), str(r.claim)) in ids or bool(named) and named <= figs.get(str(r.study), set())
+    return pd.Series([replaced(r) for r in old.itertuples()], index=old.index, dtype=bool)
+
+
 def run_figure_grid_hashes(results_dir: str | Path, fig_configs: dict[str, str | None]) -> dict[str, str]:
     """:func:`figure_grid_hashes` of the figures of a results folder, each from the config its result files were
     written with (their ``config_hash`` among the folder's ``.jobs`` configs; else the newest config): a folder
@@ -318,8 +339,8 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
     (a figure without its PNG is unfinished: listed in ``meta.json`` as such, not summarised). Returns counts.
 
     ``merge``: update the reference already in ``out_dir`` with a run of some of its figures (a rerun of one
-    study after a change): the run's figures replace theirs, the claims of every study whose claims the run has
-    replace that study's, every other figure, claim and PNG is kept; ``meta.json`` merges the figures' grid
+    study after a change): the run's figures replace theirs, the run's claims replace the ones they check again
+    and those about the run's figures (:func:`_replaced_claims`), every other figure, claim and PNG is kept; ``meta.json`` merges the figures' grid
     hashes, takes the run's config (``grid_hash``) and lists each piece's revision and figures (``pieces``)."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     run = read_run(results_dir)
@@ -337,8 +358,7 @@ def write_reference(results_dir: str | Path, out_dir: str | Path, figures_dir: s
         old = read_run(out_dir)
         old_meta = old.meta
         run.points = {**old.points, **run.points}
-        studies = set(run.claims["study"]) if len(run.claims) else set()
-        kept = old.claims[~old.claims["study"].isin(studies)] if len(old.claims) else old.claims
+        kept = old.claims[~_replaced_claims(old.claims, run.claims, new_figures)] if len(old.claims) else old.claims
         run.claims = pd.concat([kept, run.claims], ignore_index=True) if len(run.claims) else kept
         run.meta["figure_grid_hashes"] = {**(old_meta.get("figure_grid_hashes") or {}),
                                           **(run.meta.get("figure_grid_hashes") or {})}

@@ -309,3 +309,24 @@ def test_merge_updates_the_rerun_figure_and_its_studys_claims_and_keeps_the_rest
                   provenance({"seed": 1}, kind="claims"))
     c = R.compare(run2, ref)
     assert not c.failed and set(c.points["status"]) == {"ok"}, c.points["status"].value_counts()
+
+
+def test_merge_of_some_figures_of_a_study_keeps_the_claims_of_its_other_figures(tmp_path):
+    """A rerun of one figure of a study whose anchor checks ran on that figure only: the claims about it are
+    replaced, the claims about the study's other figures (and a claim naming both) are kept."""
+    run0 = tmp_path / "run0"
+    _write_fig(run0, rows(), "f1")
+    _write_fig(run0, rows(seed=5), "f2")
+    claims = [CLAIMS[0], {**CLAIMS[0], "figure": "f2", "claim": "c2"},
+              {**CLAIMS[0], "figure": "f1, f2", "claim": "c3"}]
+    write_parquet(pd.DataFrame(claims), run0 / "claims.parquet", provenance({"seed": 1}, kind="claims"))
+    ref = tmp_path / "ref"
+    R.write_reference(run0, ref)
+    run1 = tmp_path / "run1"
+    _write_fig(run1, rows(shift=1.0), "f1")
+    write_parquet(pd.DataFrame([{**CLAIMS[0], "verdict": "fails", "measured": "0.9"}]), run1 / "claims.parquet",
+                  provenance({"seed": 1}, kind="claims"))
+    R.write_reference(run1, ref, merge=True)
+    merged = pd.read_csv(ref / "claims.csv")
+    assert sorted(zip(merged["claim"], merged["verdict"])) == [("c1", "fails"), ("c2", "holds"), ("c3", "holds")]
+    assert len(merged) == 3
