@@ -494,11 +494,11 @@ def _audit_bst14(config, epsilon, twin, trials, rng, calibration):
     if calibration == "tight":
         iota, f = 4.0, factor(twin)
 
-        def calibration(e, d, n, steps, batch_size):
+        def calibrate(e, d, n, steps, batch_size):   # the tight σ, scaled by the twin's factor
             cal = bst14_tight_calibration(e, d, n, steps, batch_size)
             return {**cal, "sigma": cal["sigma"] * f}
     else:
-        iota = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2
+        iota, calibrate = float(c["choices"]["bst14_iota"]) * factor(twin) ** 2, "source"
     delta = 1.0 / m
     X = np.zeros((m, 1))
     X[-1, 0] = 1.0
@@ -516,7 +516,7 @@ def _audit_bst14(config, epsilon, twin, trials, rng, calibration):
             w[:, t + 1] = W[:, 0]
 
         W, info = many.bst14_many(X, Yk, "logistic", [epsilon], delta, rng, batch_size=b, passes=passes, l2=lam,
-                                  iota=iota, observe=observe, own_batches=True, calibration=calibration)
+                                  iota=iota, observe=observe, own_batches=True, calibration=calibrate)
         assert info["algorithm"] == "strongly_convex" and info["steps"] == steps
         assert np.array_equal(w[:, -1], W[0, :, 0])
         if eta is None:                                    # the engine's η_t = schedule(t)·step_c
