@@ -114,6 +114,17 @@ def tiny_config(tmp_path, data_dir):
 
 
 @pytest.fixture
+def isolated_registries(monkeypatch):
+    """The method registries as copies for one test: a plugin it imports (a file under the test's own tmp_path,
+    so a module of its own) registers there and is gone after it — otherwise the same plugin imported from
+    another path by a later test in the same pytest worker is a second class under a registered name."""
+    from dpbench.methods import REGISTRY, TRAINING
+
+    monkeypatch.setattr(REGISTRY, "methods", dict(REGISTRY.methods))
+    monkeypatch.setattr(TRAINING, "methods", dict(TRAINING.methods))
+
+
+@pytest.fixture
 def dpbench_log(caplog):
     """``caplog`` that also sees the ``dpbench`` logger's records (the runner stops it propagating to the root
     logger once it has installed its own stderr handler)."""

@@ -68,13 +68,9 @@ def _plugin(tmp_path: Path, name: str, **changes) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _registrations_stay_in_the_test(monkeypatch):
+def _registrations_stay_in_the_test(isolated_registries):
     """`check-plugin` imports the plugin into this process: its registrations must not leak into the tests that
     later run in the same pytest worker (e.g. the exact set of built-in training methods)."""
-    from dpbench.methods import REGISTRY, TRAINING
-
-    monkeypatch.setattr(REGISTRY, "methods", dict(REGISTRY.methods))
-    monkeypatch.setattr(TRAINING, "methods", dict(TRAINING.methods))
 
 
 def _run(capsys, path) -> tuple[int, list[str]]:

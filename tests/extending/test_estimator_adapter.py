@@ -14,7 +14,7 @@ from dpbench.plugincheck import toy_problem
 from tests.extending.test_extending import doc_files
 
 
-def test_the_docs_estimator_passes_check_plugin(tmp_path, capsys):
+def test_the_docs_estimator_passes_check_plugin(tmp_path, capsys, isolated_registries):
     path = tmp_path / "estimators.py"
     path.write_text(doc_files()["myext/estimators.py"])
     rc = main(["check-plugin", str(path)])

@@ -15,7 +15,7 @@ from tests.membership.test_canary_audit import study_config
 
 
 @pytest.fixture()
-def estimator_plugin(tmp_path):
+def estimator_plugin(tmp_path, isolated_registries):
     path = tmp_path / "estimators.py"
     path.write_text(doc_files()["myext/estimators.py"])
     load_plugins({"plugins": [str(path)]})
