@@ -373,6 +373,15 @@ def full_config() -> dict:
     return load_yaml(DEFAULT_CONFIG_PATH)
 
 
+def _as_json(block):
+    """A config block as a job sees it: through JSON, as Snakemake hands every job its config (the keys of a
+    per-ε map such as ``twin_trials: {noise_x0.5: {4.0: 500}}`` become the strings "4.0"), so a config and its
+    JSON copy compare equal."""
+    import json
+
+    return None if block is None else json.loads(json.dumps(block, sort_keys=True, default=str))
+
+
 def reduced_grid(config: dict, study: str, figure: str | None = None, full: dict | None = None) -> bool:
     """Was ``study`` (or one ``figure`` of it) run on a reduced grid? Decided from the configuration actually
     run against the study's full configuration (``full``; default: the repository's ``config.yaml``): the
@@ -382,8 +391,8 @@ def reduced_grid(config: dict, study: str, figure: str | None = None, full: dict
     on a larger grid is also marked, since the verdicts are calibrated for the full configuration. A study the
     full configuration does not know is never reduced."""
     full = full_config() if full is None else full
-    want = (full.get("studies") or {}).get(study)
-    have = (config.get("studies") or {}).get(study)
+    want = _as_json((full.get("studies") or {}).get(study))
+    have = _as_json((config.get("studies") or {}).get(study))
     if want is None or have is None:
         return False
     strip = lambda c: {k: v for k, v in c.items() if k != "figures"}  # noqa: E731

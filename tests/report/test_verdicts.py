@@ -106,6 +106,19 @@ def test_repository_smoke_config_is_reduced():
     assert not V.reduced_grid(load_config(), "vdm2020", "fig1a")
 
 
+def test_the_default_config_as_a_job_sees_it_is_not_reduced():
+    """Snakemake hands a job its config through JSON, which turns the float keys of the audit's per-ε trials
+    ({4.0: 500}) into strings: the default grid run that way is still the full grid in every study."""
+    import json
+
+    default = V.full_config()     # config.yaml as written: float keys
+    assert default["studies"]["audit"]["methods"]["bst14"]["twin_trials"]["noise_x0.001"] == {4.0: 1000}
+    as_job = json.loads(json.dumps(default, default=str))
+    for study in default["studies"]:
+        assert not V.reduced_grid(as_job, study), study
+    assert not V.reduced_grid(as_job, "audit", "fig_audit")
+
+
 # -- the cases reported on the smoke profile, in the studies themselves ------------------------------------------
 
 
