@@ -26,16 +26,18 @@ def main(argv=None) -> int:
     ap.add_argument("--configfile", action="append", default=[], help="config files merged over config.yaml")
     args = ap.parse_args(argv)
     from dpbench.config import DEFAULT_CONFIG_PATH
+    from dpbench.reference import result_files
     from dpbench.report import run_anchor_checks, summary_line
     from dpbench.studies import load_config
 
     config = load_config(DEFAULT_CONFIG_PATH, *args.configfile)
     root = Path(args.results) / args.study
-    inputs = sorted(p for p in root.glob("*/*.parquet") if p.parent.name not in ("data", "shards"))
-    if not inputs:
+    files = {fig: fs for (study, fig), fs in result_files(Path(args.results)).items() if study == args.study}
+    if not files:
         print(f"no result files under {root}/<figure>/", file=sys.stderr)
         return 2
-    figures = sorted({p.parent.name for p in inputs})
+    figures = sorted(files)
+    inputs = [p for fig in figures for p in files[fig]]
     checks = run_anchor_checks(config, args.study, [str(p) for p in inputs], root / "anchors.parquet",
                                root / "anchors.html")
     print(f"{args.study}: figures {', '.join(figures)}: {summary_line(checks)} -> {root / 'anchors.parquet'}")

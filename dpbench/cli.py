@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from dpbench.config import DEFAULT_CONFIG_PATH, ConfigError
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             vs = ("correct",) if args.no_twins else variants(args.method)
             from types import SimpleNamespace
 
-            from dpbench.studies.audit import twin_pair_epsilon
+            from dpbench.studies.audit import not_broken_on_pair, twin_pair_epsilon
 
             # eps_pair_correct: the audited pair's exact ε at the correct calibration (the most any test can show
             # for the correct method); eps_pair_twin: the twin's own exact ε on that pair where known (else nan)
@@ -202,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
                                else ("caught" if r["fires"] else "NOT caught"))
                     if r["generator_independent"]:
                         verdict += " (release ignores its generator: identical outputs under two generators)"
-                    own = twin_pair_epsilon(SimpleNamespace(**r)) if v != "correct" else float("nan")
-                    if v != "correct" and not r["fires"] and own <= e * (1 + 1e-12):
+                    row = SimpleNamespace(**r)
+                    own = twin_pair_epsilon(row) if v != "correct" else float("nan")
+                    if v != "correct" and not r["fires"] and math.isfinite(not_broken_on_pair(row, e)):
                         verdict += f" (undecided: its ε on this pair is at most {own:.3f} ≤ ε, not broken here)"
                     print(f"{args.method}\t{e:g}\t{v}\t{r['eps_hat']:.3f}\t{r['eps_lower']:.3f}\t{r['eps_lower_gdp']:.3f}"
                           f"\t{r['eps_pair']:.3f}\t{own:.3f}\t{r['trials']}\t{r['pair']}"

@@ -89,7 +89,7 @@ def _where(df: pd.DataFrame) -> str:
 # -- reading a run ------------------------------------------------------------------------------------------------
 
 
-def _result_files(results_dir: Path) -> dict[tuple[str, str], list[Path]]:
+def result_files(results_dir: Path) -> dict[tuple[str, str], list[Path]]:
     """{(study, figure): [Parquet files]} of a results folder: the series files of every figure (not the shards,
     the cache, anchors or claims)."""
     out: dict[tuple[str, str], list[Path]] = {}
@@ -127,7 +127,7 @@ def read_run(path: str | Path, keys: dict[tuple[str, str], list[str]] | None = N
         claims = pd.read_csv(path / "claims.csv") if (path / "claims.csv").exists() else _empty_claims()
         meta = json.loads((path / "meta.json").read_text()) if (path / "meta.json").exists() else {}
         return Run(points, claims, meta, str(path))
-    files = _result_files(path)
+    files = result_files(path)
     if not files:
         raise FileNotFoundError(f"no result files under {path} (expected {path}/<study>/<figure>/<series>.parquet)")
     points = {}

@@ -217,6 +217,13 @@ def twin_pair_epsilon(r) -> float:
     return float("nan")
 
 
+def not_broken_on_pair(r, eps: float) -> float:
+    """The twin's own ε on the audited pair (:func:`twin_pair_epsilon`) where it is known and at most the claimed
+    ``eps`` — the twin is not broken on this pair and cannot be caught here — else NaN."""
+    exact = twin_pair_epsilon(r)
+    return exact if np.isfinite(exact) and exact <= eps * (1 + 1e-12) else float("nan")
+
+
 def plot(config: dict, name: str, df: pd.DataFrame, out) -> str:
     from dpbench.plot import _pyplot, save_figure
 
@@ -317,8 +324,8 @@ def anchor_checks(frames: dict, caught_rate: float = 0.95) -> pd.DataFrame:
             else:
                 ok = r.fire_rate >= caught_rate
                 note = ""
-                exact = twin_pair_epsilon(r)   # the twin's own exact ε on the pair, where known
-                if np.isfinite(exact) and exact <= eps * (1 + 1e-12):
+                exact = not_broken_on_pair(r, eps)   # the twin's own ε on the pair, where known and ≤ ε
+                if np.isfinite(exact):
                     note = (f"; twin's ε on the audited pair (exact, a proved bound over every pair, or the largest "
                             f"loss over outputs: the method's notes) {exact:.3f} "
                             "≤ ε: not broken on this pair (slack of the method's analysis), cannot be caught here")
